@@ -1,0 +1,1 @@
+# Owned by the checkpoint work; defines bertology_checkpoint and its tests.

@@ -1,0 +1,78 @@
+// Request-scoped attention-head masks.
+//
+// A mask holds one value per (layer, head) in [0, 1]: 1 keeps the head, 0
+// ablates it. It is applied to the head's attention probabilities after the
+// softmax (HF's `head_mask` semantics) in one of two modes:
+//   kZero:    p' = m * p                      (m = 0: the head outputs 0)
+//   kUniform: p' = m * p + (1 - m) * u        (u: uniform over the row's
+//             real, non-padding tokens; Kovaleva et al. 2019)
+// Masks are plain values: the shared model is never mutated by a request.
+#ifndef BERTOLOGY_CORE_HEAD_MASK_H_
+#define BERTOLOGY_CORE_HEAD_MASK_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace bertology {
+
+enum class AblationMode { kZero, kUniform };
+
+struct LayerHead {
+  int layer = 0;
+  int head = 0;
+  bool operator==(const LayerHead& o) const {
+    return layer == o.layer && head == o.head;
+  }
+};
+
+class HeadMask {
+ public:
+  // All heads kept (the identity mask).
+  static HeadMask Identity(int layers, int heads,
+                           AblationMode mode = AblationMode::kZero);
+  // The listed heads set to 0, all others 1. Errors name the offending
+  // entry ("ablate[3].layer=14 out of range [0, 12)").
+  static absl::StatusOr<HeadMask> Ablate(int layers, int heads,
+                                         const std::vector<LayerHead>& ablate,
+                                         AblationMode mode = AblationMode::kZero);
+  // Only the listed heads kept, all others 0.
+  static absl::StatusOr<HeadMask> KeepOnly(int layers, int heads,
+                                           const std::vector<LayerHead>& keep,
+                                           AblationMode mode = AblationMode::kZero);
+  // Row-major [layers x heads] values, each finite and in [0, 1].
+  static absl::StatusOr<HeadMask> Dense(int layers, int heads,
+                                        std::vector<float> values,
+                                        AblationMode mode = AblationMode::kZero);
+
+  int layers() const { return layers_; }
+  int heads() const { return heads_; }
+  AblationMode mode() const { return mode_; }
+  float value(int layer, int head) const {
+    return values_[layer * heads_ + head];
+  }
+  const std::vector<float>& values() const { return values_; }
+
+  bool IsIdentity() const;
+  // The lowest layer with a value != 1, or layers() for the identity. Layers
+  // below it compute exactly what the unmasked model computes.
+  int FirstAffectedLayer() const;
+  // Heads with value != 1, in (layer, head) order.
+  std::vector<LayerHead> AffectedHeads() const;
+  // Short human-readable form, e.g. "ablate L3H7,L4H0 (zero)".
+  std::string DebugString() const;
+
+ private:
+  HeadMask(int layers, int heads, std::vector<float> values, AblationMode mode)
+      : layers_(layers), heads_(heads), values_(std::move(values)), mode_(mode) {}
+  int layers_ = 0;
+  int heads_ = 0;
+  std::vector<float> values_;
+  AblationMode mode_ = AblationMode::kZero;
+};
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CORE_HEAD_MASK_H_

@@ -1,0 +1,1 @@
+# Owned by the model work; defines bertology_model and its tests.

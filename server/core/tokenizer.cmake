@@ -1,0 +1,1 @@
+# Owned by the tokenizer work; defines bertology_tokenizer and its tests.

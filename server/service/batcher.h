@@ -1,0 +1,73 @@
+// Dynamic batching of Classify rows across concurrent requests.
+//
+// Rows (an encoding plus its own head mask) from any number of requests are
+// queued; worker threads take up to `max_batch_size` rows, waiting at most
+// `max_queue_delay` after the oldest queued row, group them by length to
+// keep padding small, and run one forward pass with per-row masks. Each
+// request's callback runs once, with its rows' logits in order. A full queue
+// rejects new work with RESOURCE_EXHAUSTED instead of growing without bound.
+#ifndef BERTOLOGY_SERVICE_BATCHER_H_
+#define BERTOLOGY_SERVICE_BATCHER_H_
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/core/head_mask.h"
+#include "server/core/model.h"
+#include "server/core/tokenizer.h"
+
+namespace bertology {
+
+// Injected so tests of the queue-delay logic do not sleep on a real clock.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual absl::Time Now() = 0;
+  // Waits until `deadline` or until `cv`-style wake-up; real clocks block.
+  static Clock* Real();
+};
+
+struct BatchRow {
+  std::shared_ptr<const Encoding> encoding;
+  std::shared_ptr<const HeadMask> mask;  // null: no mask
+};
+
+// Per-row logits, [C] float32 each, in the order the rows were given.
+using BatchDone =
+    std::function<void(absl::StatusOr<std::vector<std::vector<float>>>)>;
+
+struct BatcherStats {
+  // Called once per forward pass with its row count and, per row, the time
+  // it waited in the queue. For metrics; may be empty.
+  std::function<void(int rows, const std::vector<absl::Duration>& waits)>
+      on_batch;
+};
+
+class Batcher {
+ public:
+  struct Options {
+    int max_batch_size = 32;  // 1 disables batching
+    absl::Duration max_queue_delay = absl::Microseconds(2000);
+    int max_queued_rows = 4096;
+    int num_workers = 1;  // concurrent forward passes
+    Clock* clock = Clock::Real();
+    BatcherStats stats;
+  };
+  static absl::StatusOr<std::unique_ptr<Batcher>> Create(const Model* model,
+                                                         Options options);
+  virtual ~Batcher() = default;
+
+  // Queues `rows`; `done` runs exactly once (on a worker thread, or inline
+  // with the error when rejected). RESOURCE_EXHAUSTED when the queue is full.
+  virtual void Enqueue(std::vector<BatchRow> rows, BatchDone done) = 0;
+  // Stops accepting work, finishes what is queued, joins the workers.
+  virtual void Shutdown() = 0;
+};
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_SERVICE_BATCHER_H_
