@@ -3,10 +3,10 @@
 #ifndef BERTOLOGY_CORE_STATE_DICT_H_
 #define BERTOLOGY_CORE_STATE_DICT_H_
 
+#include <torch/types.h>
+
 #include <map>
 #include <string>
-
-#include <torch/types.h>
 
 #include "absl/status/statusor.h"
 
@@ -26,8 +26,14 @@ absl::StatusOr<StateDict> ReadSafetensors(const std::string& path);
 // storages). The legacy pre-1.6 format is refused with how to convert it.
 absl::StatusOr<StateDict> ReadPytorchBin(const std::string& path);
 
-// Writes `model.safetensors` (used by the trainer and tests).
-absl::Status WriteSafetensors(const StateDict& tensors, const std::string& path);
+// Writes `model.safetensors` (used by the trainer and tests): keys sorted,
+// tensors made contiguous on CPU, a {"format": "pt"} metadata entry.
+absl::Status WriteSafetensors(const StateDict& tensors,
+                              const std::string& path);
+
+// The safetensors name of a dtype ("F32", "F16", "BF16", "I64", ...); the
+// torch name for dtypes safetensors cannot hold.
+std::string DtypeName(torch::ScalarType type);
 
 }  // namespace bertology
 
