@@ -1,0 +1,358 @@
+"""Client for the bertology.v1.Bertology gRPC service (see
+proto/bertology/v1/bertology.proto for the contract).
+
+Masks are given as:
+  None                          all heads kept
+  {"ablate": [(l, h), ...]}     these heads masked, all others kept
+  {"keep": [(l, h), ...]}       only these heads kept
+  {"dense": array}              [layers, heads] (or flat) values in [0, 1]
+  a numpy array / nested list   same as {"dense": ...}
+  a HeadMask proto              passed through
+and a dict may carry "mode": "zero" | "uniform".
+"""
+
+import collections
+
+import grpc
+import numpy as np
+
+from bertology.v1 import bertology_pb2 as pb
+from bertology.v1 import bertology_pb2_grpc as pb_grpc
+
+_MODES = {
+    None: pb.ABLATION_MODE_UNSPECIFIED,
+    "zero": pb.ABLATION_MODE_ZERO,
+    "uniform": pb.ABLATION_MODE_UNIFORM,
+}
+_GRANULARITY = {
+    "token": pb.GRANULARITY_TOKEN,
+    "word": pb.GRANULARITY_WORD,
+}
+_ENCODING = {
+    "float32": pb.ATTENTION_ENCODING_FLOAT32,
+    "float16": pb.ATTENTION_ENCODING_FLOAT16,
+}
+
+# Scores of a Classify call, one row per input.
+ClassifyResult = collections.namedtuple(
+    "ClassifyResult",
+    ["logits", "probabilities", "labels", "label_names", "truncated",
+     "num_tokens"])
+
+# One streamed sweep event: kind is "plan", "progress", "baseline" or
+# "result"; data is a dict (see _mask_result_dict for results).
+SweepEvent = collections.namedtuple("SweepEvent", ["kind", "data"])
+
+
+def _health_request(service):
+    """grpc.health.v1.HealthCheckRequest bytes: field 1 (string)."""
+    raw = service.encode()
+    if not raw:
+        return b""
+    size, n = b"", len(raw)
+    while True:  # varint length
+        size += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+        n >>= 7
+        if not n:
+            break
+    return b"\x0a" + size + raw
+
+
+def _mode(mode):
+    if isinstance(mode, int):
+        return mode
+    try:
+        return _MODES[mode if mode is None else str(mode).lower()]
+    except KeyError:
+        raise ValueError("mode must be 'zero' or 'uniform', not %r" % (mode,))
+
+
+def _heads(pairs):
+    return pb.HeadList(heads=[pb.LayerHead(layer=int(l), head=int(h))
+                              for l, h in pairs])
+
+
+def head_mask_proto(mask, mode=None):
+    """A bertology.v1.HeadMask from any of the accepted mask forms (see the
+    module docstring); None when mask and mode are both None."""
+    if isinstance(mask, pb.HeadMask):
+        return mask
+    if mask is None:
+        return None if mode is None else pb.HeadMask(mode=_mode(mode))
+    if isinstance(mask, dict):
+        unknown = set(mask) - {"ablate", "keep", "dense", "mode"}
+        if unknown or len(set(mask) & {"ablate", "keep", "dense"}) != 1:
+            raise ValueError("mask dict needs exactly one of ablate/keep/dense "
+                             "(and optionally mode), got %s" % sorted(mask))
+        m = pb.HeadMask(mode=_mode(mask.get("mode", mode)))
+        if "ablate" in mask:
+            m.ablate.CopyFrom(_heads(mask["ablate"]))
+        elif "keep" in mask:
+            m.keep.CopyFrom(_heads(mask["keep"]))
+        else:
+            m.dense.values.extend(
+                np.asarray(mask["dense"], dtype=np.float32).ravel().tolist())
+        return m
+    values = np.asarray(mask, dtype=np.float32)
+    m = pb.HeadMask(mode=_mode(mode))
+    m.dense.values.extend(values.ravel().tolist())
+    return m
+
+
+def decode_attention_map(data, encoding, size):
+    """[size, size] float32 array from AttentionMap.data bytes."""
+    if encoding == pb.ATTENTION_ENCODING_FLOAT16:
+        dtype = np.dtype("<f2")
+    elif encoding in (pb.ATTENTION_ENCODING_FLOAT32,
+                      pb.ATTENTION_ENCODING_UNSPECIFIED):
+        dtype = np.dtype("<f4")
+    else:
+        raise ValueError("unknown attention encoding %r" % encoding)
+    if len(data) != size * size * dtype.itemsize:
+        raise ValueError("map has %d bytes, expected %d" %
+                         (len(data), size * size * dtype.itemsize))
+    return np.frombuffer(data, dtype=dtype).astype(np.float32).reshape(size,
+                                                                       size)
+
+
+def _pair(item):
+    if isinstance(item, str):
+        return pb.TextInput(text_a=item)
+    if isinstance(item, pb.TextInput):
+        return item
+    if isinstance(item, dict):
+        return pb.TextInput(text_a=item.get("text_a", ""),
+                            text_b=item.get("text_b", ""))
+    a, b = item
+    return pb.TextInput(text_a=a, text_b=b or "")
+
+
+def _token_dict(t):
+    return {"text": t.text, "id": t.id, "segment": t.segment,
+            "char_start": t.char_start, "char_end": t.char_end,
+            "byte_start": t.byte_start, "byte_end": t.byte_end,
+            "word_index": t.word_index, "special": t.special}
+
+
+def _mask_result_dict(r):
+    return {"mask_index": r.mask_index, "mask_id": r.mask_id, "spec": r.spec,
+            "ablated": [(h.layer, h.head) for h in r.ablated],
+            "examples": r.examples, "correct": r.correct,
+            "loss_sum": r.loss_sum, "accuracy": r.accuracy,
+            "accuracy_delta": r.accuracy_delta,
+            "relative_change_percent": r.relative_change_percent,
+            "mean_loss_delta": r.mean_loss_delta}
+
+
+def _mask_spec(spec, index):
+    """MaskSpec from a proto, a generator dict or a mask."""
+    if isinstance(spec, pb.MaskSpec):
+        return spec
+    if isinstance(spec, dict) and "generator" in spec:
+        kind = spec["generator"]
+        if kind == "single_heads":
+            return pb.MaskSpec(all_single_heads=pb.MaskSpec.AllSingleHeads())
+        if kind == "layers":
+            return pb.MaskSpec(all_layers=pb.MaskSpec.AllLayers())
+        if kind == "random":
+            return pb.MaskSpec(random=pb.MaskSpec.RandomFraction(
+                fraction=spec["fraction"], repeats=spec.get("repeats", 1),
+                seed=spec.get("seed", 0),
+                layer_begin=spec.get("layer_begin", 0),
+                layer_end=spec.get("layer_end", 0)))
+        if kind == "keep_only":
+            return pb.MaskSpec(keep_only=pb.MaskSpec.KeepOnly(
+                id=spec.get("id", ""), layer_begin=spec.get("layer_begin", 0),
+                layer_end=spec.get("layer_end", 0),
+                keep=_heads(spec.get("keep", [])).heads))
+        raise ValueError("unknown generator %r" % kind)
+    mask_id = ""
+    if isinstance(spec, dict) and "id" in spec:
+        spec = dict(spec)
+        mask_id = spec.pop("id")
+    return pb.MaskSpec(explicit_mask=pb.MaskSpec.Explicit(
+        id=mask_id, mask=head_mask_proto(spec)))
+
+
+class Client:
+    """A channel to one bertology-server target (any gRPC target string:
+    "host:port", "dns:///name:port", "ipv4:a:p,b:p"). Thread-safe as gRPC
+    channels are. Use as a context manager or call close()."""
+
+    def __init__(self, target, model="", timeout=60.0, options=None,
+                 channel=None):
+        self.model = model
+        self.timeout = timeout
+        opts = [("grpc.max_receive_message_length", 64 << 20)]
+        opts += list(options or [])
+        self._channel = channel or grpc.insecure_channel(target, options=opts)
+        self._stub = pb_grpc.BertologyStub(self._channel)
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def health(self, service=""):
+        """grpc.health.v1 status: "SERVING", "NOT_SERVING", "UNKNOWN" (hand-
+        encoded so the grpcio-health-checking package is not needed)."""
+        check = self._channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=_health_request,
+            response_deserializer=lambda b: b)
+        reply = check(service, timeout=self.timeout)
+        status = reply[1] if len(reply) >= 2 and reply[0] == 0x08 else 0
+        return {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING",
+                3: "SERVICE_UNKNOWN"}.get(status, "UNKNOWN")
+
+    def info(self, model=None):
+        """{"models": [dict per ModelInfo], "limits": dict}."""
+        r = self._stub.GetModelInfo(
+            pb.GetModelInfoRequest(model=self._model(model)),
+            timeout=self.timeout)
+        models = [{"name": m.name, "is_default": m.is_default,
+                   "num_layers": m.num_layers, "num_heads": m.num_heads,
+                   "hidden_size": m.hidden_size, "max_seq_len": m.max_seq_len,
+                   "label_names": list(m.label_names),
+                   "vocab_size": m.vocab_size, "dtype": m.dtype,
+                   "device": m.device, "has_classifier": m.has_classifier,
+                   "architecture": m.architecture} for m in r.models]
+        limits = {f.name: getattr(r.limits, f.name)
+                  for f in r.limits.DESCRIPTOR.fields}
+        return {"models": models, "limits": limits}
+
+    def tokenize(self, text_a, text_b="", model=None):
+        """{"tokens": [dict per Token], "truncated", "num_words"}."""
+        r = self._stub.Tokenize(
+            pb.TokenizeRequest(model=self._model(model), text_a=text_a,
+                               text_b=text_b or ""), timeout=self.timeout)
+        return {"tokens": [_token_dict(t) for t in r.tokens],
+                "truncated": r.truncated, "num_words": r.num_words}
+
+    def classify(self, inputs, mask=None, mode=None, model=None):
+        """Scores `inputs` (strings, (text_a, text_b) pairs or dicts) under
+        one mask. Returns ClassifyResult with logits/probabilities as
+        float32 arrays [N, C] and labels as an int array [N]."""
+        req = pb.ClassifyRequest(model=self._model(model),
+                                 inputs=[_pair(x) for x in inputs])
+        hm = head_mask_proto(mask, mode)
+        if hm is not None:
+            req.head_mask.CopyFrom(hm)
+        r = self._stub.Classify(req, timeout=self.timeout)
+        p = r.predictions
+        n_cls = len(p[0].logits) if p else 0
+        return ClassifyResult(
+            logits=np.array([list(x.logits) for x in p],
+                            dtype=np.float32).reshape(len(p), n_cls),
+            probabilities=np.array([list(x.probabilities) for x in p],
+                                   dtype=np.float32).reshape(len(p), n_cls),
+            labels=np.array([x.label for x in p], dtype=np.int64),
+            label_names=[x.label_name for x in p],
+            truncated=np.array([x.truncated for x in p], dtype=bool),
+            num_tokens=np.array([x.num_tokens for x in p], dtype=np.int64))
+
+    def attention(self, text_a, text_b="", layers=None, heads=None, mask=None,
+                  mode=None, granularity="token", encoding="float32",
+                  model=None):
+        """Attention maps of one input. Returns a dict: "tokens" (unit
+        texts: word pieces, or words at granularity="word"), "units" and
+        "word_pieces" (dicts), "layers"/"heads" (the selected indices, in
+        order), "maps" float32 [n_layers_sel, n_heads_sel, T, T] (row
+        attends to column), "prediction" (dict or None), "truncated"."""
+        req = pb.GetAttentionRequest(
+            model=self._model(model),
+            input=pb.TextInput(text_a=text_a, text_b=text_b or ""),
+            layers=list(layers or []), heads=list(heads or []),
+            granularity=_GRANULARITY[granularity],
+            encoding=_ENCODING[encoding])
+        hm = head_mask_proto(mask, mode)
+        if hm is not None:
+            req.head_mask.CopyFrom(hm)
+        r = self._stub.GetAttention(req, timeout=self.timeout)
+        sel_layers, sel_heads = [], []
+        for m in r.maps:
+            if m.layer not in sel_layers:
+                sel_layers.append(m.layer)
+            if m.head not in sel_heads:
+                sel_heads.append(m.head)
+        maps = np.full((len(sel_layers), len(sel_heads), r.size, r.size),
+                       np.nan, dtype=np.float32)
+        for m in r.maps:
+            maps[sel_layers.index(m.layer), sel_heads.index(m.head)] = \
+                decode_attention_map(m.data, r.encoding, r.size)
+        prediction = None
+        if r.HasField("prediction"):
+            prediction = {
+                "logits": np.array(r.prediction.logits, dtype=np.float32),
+                "probabilities": np.array(r.prediction.probabilities,
+                                          dtype=np.float32),
+                "label": r.prediction.label,
+                "label_name": r.prediction.label_name}
+        return {"tokens": [u.text for u in r.units],
+                "units": [{"text": u.text, "segment": u.segment,
+                           "first_token": u.first_token,
+                           "num_tokens": u.num_tokens, "special": u.special}
+                          for u in r.units],
+                "word_pieces": [_token_dict(t) for t in r.tokens],
+                "layers": sel_layers, "heads": sel_heads, "maps": maps,
+                "prediction": prediction, "truncated": r.truncated}
+
+    def sweep(self, examples, masks, mode=None, max_batch_rows=0, model=None,
+              timeout=None):
+        """Streams a sweep. `examples`: (text_a, text_b, label) triples or
+        (text, label) pairs; `masks`: a list of masks (any accepted form,
+        dicts may carry "id") or generator dicts ({"generator":
+        "single_heads"}, {"generator": "layers"}, {"generator": "random",
+        "fraction": .1, "repeats": 5, "seed": 1, "layer_begin": 0,
+        "layer_end": 6}, {"generator": "keep_only", ...}) or MaskSpec
+        protos. Yields SweepEvent(kind, dict) in server order."""
+        req = pb.SweepAblationRequest(model=self._model(model),
+                                      mode=_mode(mode))
+        for ex in examples:
+            if isinstance(ex, pb.LabeledExample):
+                req.examples.append(ex)
+                continue
+            *texts, label = ex
+            a, b = (texts + [""])[:2]
+            req.examples.append(pb.LabeledExample(
+                input=pb.TextInput(text_a=a, text_b=b or ""),
+                label=int(label)))
+        req.masks.extend(_mask_spec(m, i) for i, m in enumerate(masks))
+        req.options.max_batch_rows = max_batch_rows
+        stream = self._stub.SweepAblation(req, timeout=timeout or
+                                          self.timeout * 10)
+        for event in stream:
+            kind = event.WhichOneof("event")
+            if kind == "plan":
+                p = event.plan
+                data = {"num_masks": p.num_masks,
+                        "num_examples": p.num_examples,
+                        "total_pairs": p.total_pairs,
+                        "truncated_examples": p.truncated_examples}
+            elif kind == "progress":
+                data = {"done": event.progress.done,
+                        "total": event.progress.total}
+            elif kind in ("baseline", "result"):
+                data = _mask_result_dict(getattr(event, kind))
+            else:
+                continue
+            yield SweepEvent(kind, data)
+
+    def sweep_results(self, examples, masks, **kwargs):
+        """Runs a sweep to the end: {"plan", "baseline", "results" (sorted
+        by mask_index)}."""
+        out = {"plan": None, "baseline": None, "results": []}
+        for ev in self.sweep(examples, masks, **kwargs):
+            if ev.kind == "result":
+                out["results"].append(ev.data)
+            elif ev.kind in ("plan", "baseline"):
+                out[ev.kind] = ev.data
+        out["results"].sort(key=lambda r: r["mask_index"])
+        return out
+
+    def _model(self, model):
+        return self.model if model is None else model

@@ -1,0 +1,205 @@
+"""bertology_client against a live bertology-server (tiny-bert-cls).
+
+Run by ctest (python_client_test); by hand:
+  PYTHONPATH=build/python:client/python BERTOLOGY_BIN_DIR=build/bin \\
+      /usr/bin/python3 -m unittest -v client/python/tests/test_client.py
+"""
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+import unittest
+
+import numpy as np
+
+from bertology.v1 import bertology_pb2 as pb
+from bertology_client import Client, decode_attention_map, head_mask_proto
+
+SOURCE_DIR = os.environ.get(
+    "BERTOLOGY_SOURCE_DIR",
+    os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")))
+BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR",
+                         os.path.join(SOURCE_DIR, "build", "bin"))
+MODEL_DIR = os.path.join(SOURCE_DIR, "tests", "golden", "tiny-bert-cls")
+PAIRS = [("the cat sat on the mat", "a dog"), ("it was there", ""),
+         ("this was not what they said", "the cat")]
+
+
+class HeadMaskTest(unittest.TestCase):
+    """Mask conversion needs no server."""
+
+    def test_forms(self):
+        m = head_mask_proto({"ablate": [(0, 1), (1, 0)], "mode": "uniform"})
+        self.assertEqual(m.WhichOneof("mask"), "ablate")
+        self.assertEqual([(h.layer, h.head) for h in m.ablate.heads],
+                         [(0, 1), (1, 0)])
+        self.assertEqual(m.mode, pb.ABLATION_MODE_UNIFORM)
+        m = head_mask_proto({"keep": [(1, 1)]})
+        self.assertEqual(m.WhichOneof("mask"), "keep")
+        m = head_mask_proto(np.array([[1, 0], [0.5, 1]]))
+        self.assertEqual(list(m.dense.values), [1, 0, 0.5, 1])
+        self.assertIsNone(head_mask_proto(None))
+        with self.assertRaises(ValueError):
+            head_mask_proto({"ablate": [], "keep": []})
+        with self.assertRaises(ValueError):
+            head_mask_proto({"ablate": []}, mode="sideways")
+
+    def test_decode(self):
+        a = np.arange(9, dtype=np.float32).reshape(3, 3) / 8
+        f16 = decode_attention_map(a.astype("<f2").tobytes(),
+                                   pb.ATTENTION_ENCODING_FLOAT16, 3)
+        f32 = decode_attention_map(a.astype("<f4").tobytes(),
+                                   pb.ATTENTION_ENCODING_FLOAT32, 3)
+        np.testing.assert_array_equal(f16, a)
+        np.testing.assert_array_equal(f32, a)
+        self.assertEqual(f16.dtype, np.float32)
+        with self.assertRaises(ValueError):
+            decode_attention_map(b"\0" * 5, pb.ATTENTION_ENCODING_FLOAT32, 3)
+
+
+class ClientTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        server = os.path.join(BIN_DIR, "bertology-server")
+        if not os.path.exists(server):
+            # Under ctest the server is built first, so a missing one fails.
+            if os.environ.get("BERTOLOGY_REQUIRE_SERVER") == "1":
+                raise RuntimeError("no server binary at " + server)
+            raise unittest.SkipTest("no server binary at " + server)
+        cls.log = tempfile.NamedTemporaryFile(prefix="bertology-client-",
+                                              suffix=".log")
+        cls.proc = subprocess.Popen(
+            [server, "--model=tiny=" + MODEL_DIR, "--listen=127.0.0.1:0",
+             "--metrics_listen=", "--threads=1", "--warmup_passes=1"],
+            stdout=cls.log, stderr=subprocess.STDOUT)
+        port = None
+        deadline = time.time() + 60
+        while time.time() < deadline and port is None:
+            with open(cls.log.name) as f:
+                m = re.search(r"listening on port (\d+)", f.read())
+            if m:
+                port = int(m.group(1))
+            elif cls.proc.poll() is not None:
+                raise RuntimeError("server exited: " + open(cls.log.name).read())
+            time.sleep(0.05)
+        if port is None:
+            cls.proc.kill()
+            raise RuntimeError("no port: " + open(cls.log.name).read())
+        cls.client = Client("127.0.0.1:%d" % port, timeout=30)
+        while True:
+            try:
+                if cls.client.health() == "SERVING":
+                    break
+            except Exception:  # noqa: BLE001 (not up yet)
+                pass
+            if time.time() > deadline:
+                raise RuntimeError("not SERVING: " + open(cls.log.name).read())
+            time.sleep(0.05)
+        cls.info = cls.client.info()["models"][0]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.proc.terminate()
+        cls.proc.wait(timeout=30)
+        cls.log.close()
+
+    def test_info(self):
+        info = self.client.info()
+        self.assertEqual(self.info["name"], "tiny")
+        self.assertTrue(self.info["is_default"])
+        self.assertGreater(self.info["num_layers"], 0)
+        self.assertGreater(self.info["num_heads"], 0)
+        self.assertTrue(self.info["has_classifier"])
+        self.assertGreater(info["limits"]["max_inputs_per_call"], 0)
+
+    def test_tokenize(self):
+        r = self.client.tokenize("the cat", "a dog")
+        texts = [t["text"] for t in r["tokens"]]
+        self.assertEqual(texts[0], "[CLS]")
+        self.assertEqual(texts.count("[SEP]"), 2)
+        self.assertEqual(r["tokens"][-1]["segment"], 1)
+        self.assertFalse(r["truncated"])
+
+    def test_classify_shapes_and_masks(self):
+        n_cls = len(self.info["label_names"])
+        base = self.client.classify(PAIRS)
+        self.assertEqual(base.logits.shape, (3, n_cls))
+        self.assertEqual(base.probabilities.dtype, np.float32)
+        np.testing.assert_allclose(base.probabilities.sum(axis=1), 1, atol=1e-5)
+        np.testing.assert_array_equal(base.labels, base.logits.argmax(axis=1))
+        L, H = self.info["num_layers"], self.info["num_heads"]
+        # Every way of saying "keep everything" gives the baseline.
+        for mask in ({"ablate": []}, np.ones((L, H)), {"dense": [1] * (L * H)}):
+            np.testing.assert_allclose(self.client.classify(PAIRS, mask).logits,
+                                       base.logits, atol=1e-5)
+        # Ablating every head equals keeping none; it changes the logits.
+        all_heads = [(l, h) for l in range(L) for h in range(H)]
+        ablated = self.client.classify(PAIRS, {"ablate": all_heads}).logits
+        kept_none = self.client.classify(PAIRS, np.zeros((L, H))).logits
+        np.testing.assert_allclose(ablated, kept_none, atol=1e-5)
+        self.assertGreater(np.abs(ablated - base.logits).max(), 1e-4)
+        kept = self.client.classify(PAIRS, {"keep": all_heads}).logits
+        np.testing.assert_allclose(kept, base.logits, atol=1e-5)
+        uniform = self.client.classify(PAIRS, {"ablate": [(0, 0)]},
+                                       mode="uniform").logits
+        self.assertEqual(uniform.shape, base.logits.shape)
+
+    def test_attention_float32_and_float16(self):
+        L, H = self.info["num_layers"], self.info["num_heads"]
+        r32 = self.client.attention("the cat sat", "a dog")
+        T = len(r32["tokens"])
+        self.assertEqual(r32["maps"].shape, (L, H, T, T))
+        self.assertEqual(r32["maps"].dtype, np.float32)
+        np.testing.assert_allclose(r32["maps"].sum(axis=-1), 1, atol=1e-4)
+        self.assertIsNotNone(r32["prediction"])
+        sel = self.client.attention("the cat sat", "a dog", layers=[L - 1],
+                                    heads=[H - 1, 0], encoding="float16")
+        self.assertEqual(sel["layers"], [L - 1])
+        self.assertEqual(sel["heads"], [H - 1, 0])
+        self.assertEqual(sel["maps"].shape, (1, 2, T, T))
+        np.testing.assert_allclose(sel["maps"][0, 0], r32["maps"][L - 1, H - 1],
+                                   atol=2e-3)
+        np.testing.assert_allclose(sel["maps"][0, 1], r32["maps"][L - 1, 0],
+                                   atol=2e-3)
+        # A zero-ablated head attends nowhere.
+        masked = self.client.attention("the cat sat", layers=[0], heads=[1],
+                                       mask={"ablate": [(0, 1)]})
+        np.testing.assert_array_equal(masked["maps"], 0)
+        words = self.client.attention("the cat sat", granularity="word")
+        self.assertEqual(words["maps"].shape[-1], len(words["tokens"]))
+
+    def test_sweep(self):
+        L, H = self.info["num_layers"], self.info["num_heads"]
+        examples = [(a, b, i % 2) for i, (a, b) in enumerate(PAIRS)]
+        kinds = [ev.kind for ev in self.client.sweep(
+            examples, [{"generator": "layers"}, {"ablate": [(0, 0)],
+                                                 "id": "mine"}])]
+        self.assertEqual(kinds[0], "plan")
+        self.assertEqual(kinds.count("baseline"), 1)
+        self.assertEqual(kinds.count("result"), L + 1)
+        out = self.client.sweep_results(
+            examples, [{"generator": "single_heads"},
+                       {"generator": "random", "fraction": 0.5, "repeats": 2,
+                        "seed": 7}, np.ones((L, H))])
+        self.assertEqual(out["plan"]["num_masks"], L * H + 3)
+        self.assertEqual(out["baseline"]["examples"], 3)
+        results = out["results"]
+        self.assertEqual([r["mask_index"] for r in results],
+                         list(range(L * H + 3)))
+        self.assertEqual(results[0]["mask_id"], "head-L0H0")
+        self.assertEqual(results[0]["ablated"], [(0, 0)])
+        # The all-ones explicit mask scores exactly the baseline.
+        self.assertEqual(results[-1]["correct"], out["baseline"]["correct"])
+        self.assertEqual(results[-1]["relative_change_percent"], 0)
+        # Sweep accuracy agrees with Classify under the same mask.
+        labels = self.client.classify(PAIRS, {"ablate": [(0, 0)]}).labels
+        correct = int((labels == np.array([e[2] for e in examples])).sum())
+        self.assertEqual(results[0]["correct"], correct)
+
+
+if __name__ == "__main__":
+    unittest.main()

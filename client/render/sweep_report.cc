@@ -1,0 +1,156 @@
+#include "client/render/sweep_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/render/file_output.h"
+#include "nlohmann/json.hpp"
+
+namespace bertology::render {
+namespace {
+
+using nlohmann::json;
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string CsvNumber(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return absl::StrFormat("%.17g", v);
+}
+
+std::string AblatedString(const std::vector<HeadIndex>& heads) {
+  return absl::StrJoin(heads, ";", [](std::string* out, const HeadIndex& h) {
+    absl::StrAppend(out, "L", h.layer, "H", h.head);
+  });
+}
+
+void CsvRow(const MaskOutcome& r, std::string* out) {
+  absl::StrAppend(
+      out, r.mask_index, ",", CsvField(r.mask_id), ",", CsvField(r.spec), ",",
+      r.ablated.size(), ",", AblatedString(r.ablated), ",", r.examples, ",",
+      r.correct, ",", CsvNumber(r.accuracy), ",", CsvNumber(r.accuracy_delta),
+      ",", CsvNumber(r.relative_change_percent), ",", CsvNumber(r.loss_sum),
+      ",", CsvNumber(r.mean_loss_delta), "\n");
+}
+
+// nlohmann writes NaN/inf as null already; this keeps it explicit.
+json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json ToJson(const MaskOutcome& r) {
+  json ablated = json::array();
+  for (const HeadIndex& h : r.ablated) ablated.push_back({h.layer, h.head});
+  return {{"mask_index", r.mask_index},
+          {"mask_id", r.mask_id},
+          {"spec", r.spec},
+          {"ablated", ablated},
+          {"examples", r.examples},
+          {"correct", r.correct},
+          {"loss_sum", Number(r.loss_sum)},
+          {"accuracy", Number(r.accuracy)},
+          {"accuracy_delta", Number(r.accuracy_delta)},
+          {"relative_change_percent", Number(r.relative_change_percent)},
+          {"mean_loss_delta", Number(r.mean_loss_delta)}};
+}
+
+double ReadNumber(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  return it->get<double>();
+}
+
+MaskOutcome FromJson(const json& j) {
+  MaskOutcome r;
+  r.mask_index = j.value("mask_index", 0);
+  r.mask_id = j.value("mask_id", "");
+  r.spec = j.value("spec", "");
+  if (j.contains("ablated")) {
+    for (const json& h : j.at("ablated")) {
+      r.ablated.push_back({h.at(0).get<int>(), h.at(1).get<int>()});
+    }
+  }
+  r.examples = j.value("examples", int64_t{0});
+  r.correct = j.value("correct", int64_t{0});
+  r.loss_sum = ReadNumber(j, "loss_sum");
+  r.accuracy = ReadNumber(j, "accuracy");
+  r.accuracy_delta = ReadNumber(j, "accuracy_delta");
+  r.relative_change_percent = ReadNumber(j, "relative_change_percent");
+  r.mean_loss_delta = ReadNumber(j, "mean_loss_delta");
+  return r;
+}
+
+}  // namespace
+
+std::string SweepResultsCsv(const SweepResults& sweep) {
+  std::string out =
+      "mask_index,mask_id,spec,num_ablated,ablated,examples,correct,accuracy,"
+      "accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta\n";
+  CsvRow(sweep.baseline, &out);
+  std::vector<const MaskOutcome*> sorted;
+  for (const MaskOutcome& r : sweep.results) sorted.push_back(&r);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const MaskOutcome* a, const MaskOutcome* b) {
+                     return a->mask_index < b->mask_index;
+                   });
+  for (const MaskOutcome* r : sorted) CsvRow(*r, &out);
+  return out;
+}
+
+std::string SweepResultsJson(const SweepResults& sweep) {
+  json results = json::array();
+  for (const MaskOutcome& r : sweep.results) results.push_back(ToJson(r));
+  const json doc = {{"model", sweep.model},
+                    {"num_layers", sweep.num_layers},
+                    {"num_heads", sweep.num_heads},
+                    {"baseline", ToJson(sweep.baseline)},
+                    {"results", results}};
+  // Replace invalid UTF-8 (from a server's spec string) instead of throwing.
+  return doc.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+absl::StatusOr<SweepResults> ParseSweepResultsJson(const std::string& text) {
+  try {
+    const json doc = json::parse(text);
+    SweepResults sweep;
+    sweep.model = doc.value("model", "");
+    sweep.num_layers = doc.at("num_layers").get<int>();
+    sweep.num_heads = doc.at("num_heads").get<int>();
+    if (doc.contains("baseline")) sweep.baseline = FromJson(doc["baseline"]);
+    for (const json& r : doc.at("results")) {
+      sweep.results.push_back(FromJson(r));
+    }
+    return sweep;
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad sweep results JSON: ", e.what()));
+  }
+}
+
+absl::Status WriteSweepReport(const SweepResults& sweep, const std::string& dir,
+                              const std::string& stem,
+                              std::vector<std::string>* written) {
+  absl::Status s = WriteOutputFile(dir, absl::StrCat(stem, ".csv"),
+                                   SweepResultsCsv(sweep), written);
+  if (!s.ok()) return s;
+  return WriteOutputFile(dir, absl::StrCat(stem, ".json"),
+                         SweepResultsJson(sweep), written);
+}
+
+}  // namespace bertology::render
