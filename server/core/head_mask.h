@@ -35,17 +35,17 @@ class HeadMask {
                            AblationMode mode = AblationMode::kZero);
   // The listed heads set to 0, all others 1. Errors name the offending
   // entry ("ablate[3].layer=14 out of range [0, 12)").
-  static absl::StatusOr<HeadMask> Ablate(int layers, int heads,
-                                         const std::vector<LayerHead>& ablate,
-                                         AblationMode mode = AblationMode::kZero);
+  static absl::StatusOr<HeadMask> Ablate(
+      int layers, int heads, const std::vector<LayerHead>& ablate,
+      AblationMode mode = AblationMode::kZero);
   // Only the listed heads kept, all others 0.
-  static absl::StatusOr<HeadMask> KeepOnly(int layers, int heads,
-                                           const std::vector<LayerHead>& keep,
-                                           AblationMode mode = AblationMode::kZero);
+  static absl::StatusOr<HeadMask> KeepOnly(
+      int layers, int heads, const std::vector<LayerHead>& keep,
+      AblationMode mode = AblationMode::kZero);
   // Row-major [layers x heads] values, each finite and in [0, 1].
-  static absl::StatusOr<HeadMask> Dense(int layers, int heads,
-                                        std::vector<float> values,
-                                        AblationMode mode = AblationMode::kZero);
+  static absl::StatusOr<HeadMask> Dense(
+      int layers, int heads, std::vector<float> values,
+      AblationMode mode = AblationMode::kZero);
 
   int layers() const { return layers_; }
   int heads() const { return heads_; }
@@ -66,7 +66,10 @@ class HeadMask {
 
  private:
   HeadMask(int layers, int heads, std::vector<float> values, AblationMode mode)
-      : layers_(layers), heads_(heads), values_(std::move(values)), mode_(mode) {}
+      : layers_(layers),
+        heads_(heads),
+        values_(std::move(values)),
+        mode_(mode) {}
   int layers_ = 0;
   int heads_ = 0;
   std::vector<float> values_;

@@ -1,1 +1,28 @@
 # Owned by the model work; defines bertology_model and its tests.
+# The torch::nn BERT (bert_layer, bert_model), request-scoped head masks
+# (head_mask) and the loaded, thread-safe Model facade (model).
+add_library(bertology_model STATIC
+  head_mask.cc
+  bert_layer.cc
+  bert_model.cc
+  model.cc
+  model_forward.cc
+)
+target_include_directories(bertology_model PUBLIC ${BERTOLOGY_CORE_INCLUDE})
+target_link_libraries(bertology_model PUBLIC
+  bertology_checkpoint
+  bertology_tokenizer
+  ${TORCH_LIBRARIES}
+  absl::status
+  absl::statusor
+  absl::strings
+)
+
+bertology_test(NAME head_mask_test SOURCES head_mask_test.cc
+  LIBS bertology_model absl::strings)
+bertology_test(NAME bert_model_test SOURCES bert_model_test.cc
+  LIBS bertology_model)
+# Numerical goldens from tests/golden/make_golden.py, plus the shared tiny
+# BertModel fixture.
+bertology_test(NAME model_test SOURCES model_test.cc
+  LIBS bertology_model nlohmann_json::nlohmann_json)

@@ -8,12 +8,12 @@
 #ifndef BERTOLOGY_CORE_MODEL_H_
 #define BERTOLOGY_CORE_MODEL_H_
 
+#include <torch/types.h>
+
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <torch/types.h>
 
 #include "absl/status/statusor.h"
 #include "server/core/bert_config.h"
@@ -25,7 +25,7 @@ namespace bertology {
 class BertForSequenceClassificationImpl;  // bert_model.h
 
 struct ModelOptions {
-  std::string dir;           // HF model directory
+  std::string dir;             // HF model directory
   std::string device = "cpu";  // "cpu" or "cuda[:N]"
   // Compute dtype: "auto" (F32 on CPU; the file's dtype on CUDA), "F32",
   // "F16" or "BF16".
@@ -62,14 +62,17 @@ struct ForwardOptions {
 };
 
 struct ForwardOutput {
-  torch::Tensor logits;                     // [B, C] float32, CPU
-  std::map<int, torch::Tensor> attentions;  // layer -> [B, H, T, T] float32, CPU
-  std::map<int, torch::Tensor> hidden;      // layer -> [B, T, D], model device/dtype
+  torch::Tensor logits;  // [B, C] float32, CPU
+  std::map<int, torch::Tensor>
+      attentions;  // layer -> [B, H, T, T] float32, CPU
+  std::map<int, torch::Tensor>
+      hidden;  // layer -> [B, T, D], model device/dtype
 };
 
 class Model {
  public:
-  static absl::StatusOr<std::unique_ptr<Model>> Load(const ModelOptions& options);
+  static absl::StatusOr<std::unique_ptr<Model>> Load(
+      const ModelOptions& options);
   ~Model();
 
   const BertConfig& config() const { return config_; }
@@ -84,10 +87,19 @@ class Model {
   absl::StatusOr<ModelInput> MakeBatch(
       const std::vector<const Encoding*>& encodings) const;
 
+  // Validates shapes and ranges (INVALID_ARGUMENT naming the field: token
+  // ids in the vocabulary, T <= max_position_embeddings, head_mask [B, L, H]
+  // with finite values in [0, 1], start_hidden [B, T, D], layer indices in
+  // range); FAILED_PRECONDITION for compute_logits without a classifier;
+  // INTERNAL for a libtorch failure. Implemented in model_forward.cc.
   absl::StatusOr<ForwardOutput> Forward(const ModelInput& input,
                                         const ForwardOptions& options) const;
 
-  // Builds the [B, L, H] / [B] tensors of ForwardOptions from per-row masks.
+  // Builds the [B, L, H] / [B] CPU tensors of ForwardOptions from per-row
+  // masks (nullptr = identity). Leaves both undefined when no row masks
+  // anything, and uniform_rows undefined when no row is kUniform. A mask
+  // whose shape differs from the first non-null one fills its row with NaN,
+  // which Forward() refuses naming the row.
   static void FillMaskTensors(const std::vector<const HeadMask*>& masks,
                               ForwardOptions* options);
 
@@ -99,6 +111,8 @@ class Model {
   bool has_classifier_ = false;
   int max_seq_len_ = 0;
   std::string device_name_, dtype_name_, dir_;
+  torch::Device device_{torch::kCPU};
+  torch::ScalarType scalar_type_ = torch::kFloat;  // the compute dtype
 };
 
 }  // namespace bertology

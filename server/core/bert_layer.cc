@@ -1,0 +1,132 @@
+#include "server/core/bert_layer.h"
+
+#include <cmath>
+
+namespace bertology {
+
+Activation ActivationFromName(const std::string& name) {
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh") {
+    return Activation::kGeluTanh;
+  }
+  if (name == "relu") return Activation::kRelu;
+  return Activation::kGeluErf;
+}
+
+BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& config,
+                                             double attention_dropout)
+    : num_heads_(config.num_attention_heads), head_size_(config.head_size()) {
+  const int d = config.hidden_size;
+  query_ = register_module("query", torch::nn::Linear(d, d));
+  key_ = register_module("key", torch::nn::Linear(d, d));
+  value_ = register_module("value", torch::nn::Linear(d, d));
+  dropout_ = register_module("dropout", torch::nn::Dropout(attention_dropout));
+}
+
+torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& hidden,
+                                             const AttentionContext& context,
+                                             const LayerMask& mask,
+                                             torch::Tensor* probs_out) {
+  const int64_t b = hidden.size(0);
+  const int64_t t = hidden.size(1);
+  // [B, T, D] -> [B, H, T, d] (HF's transpose_for_scores).
+  auto heads = [&](const torch::Tensor& x) {
+    return x.view({b, t, num_heads_, head_size_}).permute({0, 2, 1, 3});
+  };
+  torch::Tensor q = heads(query_(hidden));
+  torch::Tensor k = heads(key_(hidden));
+  torch::Tensor v = heads(value_(hidden));
+
+  torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2));
+  scores = scores / std::sqrt(static_cast<double>(head_size_));
+  scores = scores + context.extended_mask;
+  torch::Tensor probs = torch::softmax(scores, -1);
+  probs = dropout_(probs);
+
+  if (mask.values.defined()) {
+    // [B, H] -> [B, H, 1, 1]. A head whose value is 0 for every zero-mode row
+    // contributes nothing; skipping its matmuls is a later optimisation.
+    torch::Tensor m = mask.values.view({b, num_heads_, 1, 1});
+    if (context.uniform.defined()) {
+      torch::Tensor fill = (1 - m) * context.uniform;  // [B, H, 1, T]
+      if (context.uniform_rows.defined()) fill = fill * context.uniform_rows;
+      probs = probs * m + fill;
+    } else {
+      probs = probs * m;
+    }
+  }
+  if (probs_out != nullptr) *probs_out = probs;
+
+  torch::Tensor out = torch::matmul(probs, v);  // [B, H, T, d]
+  return out.permute({0, 2, 1, 3}).reshape({b, t, num_heads_ * head_size_});
+}
+
+BertResidualOutputImpl::BertResidualOutputImpl(int in_features,
+                                               const BertConfig& config,
+                                               double hidden_dropout) {
+  dense_ = register_module("dense",
+                           torch::nn::Linear(in_features, config.hidden_size));
+  layer_norm_ = register_module(
+      "LayerNorm",
+      torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.hidden_size})
+                               .eps(config.layer_norm_eps)));
+  dropout_ = register_module("dropout", torch::nn::Dropout(hidden_dropout));
+}
+
+torch::Tensor BertResidualOutputImpl::forward(const torch::Tensor& x,
+                                              const torch::Tensor& residual) {
+  return layer_norm_(dropout_(dense_(x)) + residual);
+}
+
+BertAttentionImpl::BertAttentionImpl(const BertConfig& config,
+                                     double hidden_dropout,
+                                     double attention_dropout) {
+  self_ = register_module("self", BertSelfAttention(config, attention_dropout));
+  output_ = register_module(
+      "output", BertResidualOutput(config.hidden_size, config, hidden_dropout));
+}
+
+torch::Tensor BertAttentionImpl::forward(const torch::Tensor& hidden,
+                                         const AttentionContext& context,
+                                         const LayerMask& mask,
+                                         torch::Tensor* probs_out) {
+  return output_(self_(hidden, context, mask, probs_out), hidden);
+}
+
+BertIntermediateImpl::BertIntermediateImpl(const BertConfig& config)
+    : activation_(ActivationFromName(config.hidden_act)) {
+  dense_ = register_module(
+      "dense", torch::nn::Linear(config.hidden_size, config.intermediate_size));
+}
+
+torch::Tensor BertIntermediateImpl::forward(const torch::Tensor& x) {
+  torch::Tensor h = dense_(x);
+  switch (activation_) {
+    case Activation::kGeluErf:
+      return torch::gelu(h);
+    case Activation::kGeluTanh:
+      return torch::gelu(h, "tanh");
+    case Activation::kRelu:
+      return torch::relu(h);
+  }
+  return h;
+}
+
+BertLayerImpl::BertLayerImpl(const BertConfig& config, double hidden_dropout,
+                             double attention_dropout) {
+  attention_ = register_module(
+      "attention", BertAttention(config, hidden_dropout, attention_dropout));
+  intermediate_ = register_module("intermediate", BertIntermediate(config));
+  output_ = register_module(
+      "output",
+      BertResidualOutput(config.intermediate_size, config, hidden_dropout));
+}
+
+torch::Tensor BertLayerImpl::forward(const torch::Tensor& hidden,
+                                     const AttentionContext& context,
+                                     const LayerMask& mask,
+                                     torch::Tensor* probs_out) {
+  torch::Tensor attention = attention_(hidden, context, mask, probs_out);
+  return output_(intermediate_(attention), attention);
+}
+
+}  // namespace bertology
