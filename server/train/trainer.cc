@@ -1,0 +1,346 @@
+#include "server/train/trainer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include <torch/torch.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "server/core/bert_model.h"
+#include "server/core/state_dict.h"
+#include "server/core/status_macros.h"
+#include "server/core/tokenizer.h"
+#include "server/train/vocab_builder.h"
+
+namespace bertology {
+namespace {
+
+struct Encoded {
+  std::vector<int64_t> ids, segments;
+  int label = 0;
+};
+
+// Labels sorted numerically when all are integers ("0".."4" -> 0..4), else
+// lexicographically, so the mapping does not depend on row order.
+std::vector<std::string> LabelSet(const std::vector<PairExample>& rows) {
+  std::vector<std::string> labels;
+  for (const auto& r : rows) labels.push_back(r.label);
+  std::sort(labels.begin(), labels.end());
+  labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
+  bool numeric = std::all_of(labels.begin(), labels.end(), [](auto& l) {
+    long long v;
+    return absl::SimpleAtoi(l, &v);
+  });
+  if (numeric) {
+    std::sort(labels.begin(), labels.end(), [](auto& a, auto& b) {
+      long long x = 0, y = 0;
+      (void)absl::SimpleAtoi(a, &x);
+      (void)absl::SimpleAtoi(b, &y);
+      return x < y;
+    });
+  }
+  return labels;
+}
+
+absl::StatusOr<std::vector<Encoded>> EncodeAll(
+    const std::vector<PairExample>& rows, const Tokenizer& tokenizer,
+    const std::map<std::string, int>& label_ids, int max_len,
+    const std::string& path) {
+  std::vector<Encoded> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) {
+    auto it = label_ids.find(r.label);
+    if (it == label_ids.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ":", r.line, ": label '", r.label, "' not in the training set"));
+    }
+    std::optional<std::string_view> b;
+    if (!r.text_b.empty()) b = r.text_b;
+    auto enc = tokenizer.Encode(r.text_a, b, max_len);
+    if (!enc.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", r.line, ": ", enc.status().message()));
+    }
+    Encoded e;
+    for (const Token& t : enc->tokens) {
+      e.ids.push_back(t.id);
+      e.segments.push_back(t.segment);
+    }
+    e.label = it->second;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+struct Batch {
+  torch::Tensor ids, segments, mask, labels;
+};
+
+Batch MakeBatch(const std::vector<Encoded>& data,
+                const std::vector<size_t>& index, size_t begin, size_t end) {
+  size_t t = 0;
+  for (size_t i = begin; i < end; ++i) t = std::max(t, data[index[i]].ids.size());
+  const int64_t b = static_cast<int64_t>(end - begin);
+  Batch batch;
+  batch.ids = torch::zeros({b, static_cast<int64_t>(t)}, torch::kLong);
+  batch.segments = torch::zeros_like(batch.ids);
+  batch.mask = torch::zeros_like(batch.ids);
+  batch.labels = torch::empty({b}, torch::kLong);
+  auto ids = batch.ids.accessor<int64_t, 2>();
+  auto seg = batch.segments.accessor<int64_t, 2>();
+  auto mask = batch.mask.accessor<int64_t, 2>();
+  for (int64_t r = 0; r < b; ++r) {
+    const Encoded& e = data[index[begin + r]];
+    for (size_t j = 0; j < e.ids.size(); ++j) {
+      ids[r][j] = e.ids[j];
+      seg[r][j] = e.segments[j];
+      mask[r][j] = 1;
+    }
+    batch.labels[r] = e.label;
+  }
+  return batch;
+}
+
+// HF's BertPreTrainedModel._init_weights: N(0, 0.02) for linear and
+// embedding weights, zero biases, LayerNorm weight 1 and bias 0.
+void InitWeights(torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : module.named_parameters()) {
+    const std::string& name = p.key();
+    if (name.find("LayerNorm") != std::string::npos) {
+      if (name.size() >= 6 && name.substr(name.size() - 6) == "weight") {
+        p.value().fill_(1.0);
+      } else {
+        p.value().zero_();
+      }
+    } else if (name.size() >= 4 && name.substr(name.size() - 4) == "bias") {
+      p.value().zero_();
+    } else {
+      p.value().normal_(0.0, 0.02);
+    }
+  }
+}
+
+double Evaluate(BertForSequenceClassificationImpl& model,
+                const std::vector<Encoded>& data, int batch_size) {
+  if (data.empty()) return 0;
+  model.eval();
+  torch::NoGradGuard no_grad;
+  std::vector<size_t> index(data.size());
+  std::iota(index.begin(), index.end(), 0);
+  std::sort(index.begin(), index.end(), [&](size_t a, size_t b) {
+    return data[a].ids.size() < data[b].ids.size();
+  });
+  int64_t correct = 0;
+  for (size_t i = 0; i < data.size(); i += batch_size) {
+    size_t end = std::min(data.size(), i + batch_size);
+    Batch b = MakeBatch(data, index, i, end);
+    BertRunOptions run;
+    auto out = model.Run(b.ids, b.segments, b.mask, run);
+    correct += out.logits.argmax(-1).eq(b.labels).sum().item<int64_t>();
+  }
+  model.train();
+  return static_cast<double>(correct) / data.size();
+}
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+std::string FormatDuration(double seconds) {
+  int s = static_cast<int>(seconds);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
+  return buf;
+}
+
+}  // namespace
+
+absl::Status Train(const TrainOptions& o) {
+  ASSIGN_OR_RETURN(auto train_rows, ReadPairDataset(o.train_path, o.columns));
+  if (o.max_train_examples > 0 &&
+      static_cast<int>(train_rows.size()) > o.max_train_examples) {
+    train_rows.resize(o.max_train_examples);
+  }
+  if (train_rows.empty()) {
+    return absl::InvalidArgumentError(o.train_path + ": no training rows");
+  }
+  std::vector<PairExample> dev_rows;
+  if (!o.dev_path.empty()) {
+    ASSIGN_OR_RETURN(dev_rows, ReadPairDataset(o.dev_path, o.columns));
+  }
+  const std::vector<std::string> labels = LabelSet(train_rows);
+  std::map<std::string, int> label_ids;
+  for (size_t i = 0; i < labels.size(); ++i) label_ids[labels[i]] = i;
+
+  std::vector<std::string> texts;
+  for (const auto& r : train_rows) {
+    texts.push_back(r.text_a);
+    if (!r.text_b.empty()) texts.push_back(r.text_b);
+  }
+  VocabBuilderOptions vb;
+  vb.do_lower_case = o.do_lower_case;
+  vb.min_word_count = o.min_word_count;
+  ASSIGN_OR_RETURN(auto vocab_tokens, BuildVocab(texts, vb));
+  ASSIGN_OR_RETURN(Vocab vocab, Vocab::FromTokens(vocab_tokens, "built vocab"));
+  TokenizerOptions tok_options;
+  tok_options.do_lower_case = o.do_lower_case;
+  Tokenizer tokenizer(vocab, tok_options);
+  ASSIGN_OR_RETURN(auto train,
+                   EncodeAll(train_rows, tokenizer, label_ids, o.max_len, o.train_path));
+  ASSIGN_OR_RETURN(auto dev,
+                   EncodeAll(dev_rows, tokenizer, label_ids, o.max_len, o.dev_path));
+
+  BertConfig config;
+  config.vocab_size = static_cast<int>(vocab_tokens.size());
+  config.hidden_size = o.hidden;
+  config.num_hidden_layers = o.layers;
+  config.num_attention_heads = o.heads;
+  config.intermediate_size = o.intermediate;
+  config.max_position_embeddings = std::max(o.max_len, 64);
+  config.id2label = labels;
+  config.architecture = "BertForSequenceClassification";
+  if (o.hidden % o.heads != 0) {
+    return absl::InvalidArgumentError("--hidden must be divisible by --heads");
+  }
+
+  torch::manual_seed(o.seed);
+  BertDropout dropout{o.dropout, o.dropout};
+  BertForSequenceClassification model(config, static_cast<int>(labels.size()),
+                                      dropout);
+  InitWeights(*model);
+  model->train();
+
+  // No weight decay on biases and LayerNorm, as in HF's run_glue.
+  std::vector<torch::Tensor> decay, no_decay;
+  for (auto& p : model->named_parameters()) {
+    bool nd = p.key().find("bias") != std::string::npos ||
+              p.key().find("LayerNorm") != std::string::npos;
+    (nd ? no_decay : decay).push_back(p.value());
+  }
+  torch::optim::AdamWOptions adam(o.learning_rate);
+  adam.weight_decay(o.weight_decay).eps(1e-8);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(adam));
+  auto adam_nd = adam;
+  adam_nd.weight_decay(0.0);
+  groups.emplace_back(no_decay,
+                      std::make_unique<torch::optim::AdamWOptions>(adam_nd));
+  torch::optim::AdamW optimizer(groups, adam);
+
+  const int64_t steps_per_epoch =
+      (static_cast<int64_t>(train.size()) + o.batch_size - 1) / o.batch_size;
+  const int64_t total_steps = steps_per_epoch * o.epochs;
+  const int64_t warmup = static_cast<int64_t>(o.warmup_fraction * total_steps);
+  std::mt19937_64 rng(o.seed);
+  const bool tty = isatty(STDERR_FILENO);
+  const auto start = std::chrono::steady_clock::now();
+  double best_dev = -1;
+  StateDict best;
+  nlohmann::json log = nlohmann::json::array();
+  int64_t step = 0;
+  int64_t seen = 0;
+
+  std::fprintf(stderr,
+               "train: %zu examples, dev %zu, vocab %d, labels %zu, %lld steps\n",
+               train.size(), dev.size(), config.vocab_size, labels.size(),
+               static_cast<long long>(total_steps));
+  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+    std::vector<size_t> index(train.size());
+    std::iota(index.begin(), index.end(), 0);
+    std::shuffle(index.begin(), index.end(), rng);
+    double loss_sum = 0;
+    int64_t loss_n = 0;
+    for (size_t i = 0; i < train.size(); i += o.batch_size) {
+      size_t end = std::min(train.size(), i + o.batch_size);
+      Batch b = MakeBatch(train, index, i, end);
+      double lr = step < warmup
+                      ? o.learning_rate * (step + 1) / std::max<int64_t>(1, warmup)
+                      : o.learning_rate * std::max<double>(0.0, total_steps - step) /
+                            std::max<int64_t>(1, total_steps - warmup);
+      for (auto& g : optimizer.param_groups()) {
+        static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+      }
+      BertRunOptions run;
+      auto out = model->Run(b.ids, b.segments, b.mask, run);
+      torch::Tensor loss = torch::nn::functional::cross_entropy(out.logits, b.labels);
+      optimizer.zero_grad();
+      loss.backward();
+      torch::nn::utils::clip_grad_norm_(model->parameters(), o.max_grad_norm);
+      optimizer.step();
+      ++step;
+      seen += static_cast<int64_t>(end - i);
+      loss_sum += loss.item<double>() * (end - i);
+      loss_n += static_cast<int64_t>(end - i);
+      if (step % 20 == 0 || step == total_steps) {
+        double secs = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start).count();
+        double rate = seen / std::max(secs, 1e-9);
+        double eta = (total_steps - step) * o.batch_size / std::max(rate, 1e-9);
+        std::fprintf(stderr,
+                     "%sepoch %d/%d step %lld/%lld loss %.4f lr %.2e %.0f ex/s "
+                     "elapsed %s ETA %s%s",
+                     tty ? "\r" : "", epoch + 1, o.epochs,
+                     static_cast<long long>(step),
+                     static_cast<long long>(total_steps), loss_sum / loss_n, lr,
+                     rate, FormatDuration(secs).c_str(),
+                     FormatDuration(eta).c_str(), tty ? "   " : "\n");
+      }
+    }
+    double dev_acc = dev.empty() ? 0 : Evaluate(*model, dev, 64);
+    double secs = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "%sepoch %d: train loss %.4f, dev accuracy %.4f (%s)\n",
+                 tty ? "\n" : "", epoch + 1, loss_sum / loss_n, dev_acc,
+                 FormatDuration(secs).c_str());
+    log.push_back({{"epoch", epoch + 1},
+                   {"train_loss", loss_sum / loss_n},
+                   {"dev_accuracy", dev_acc},
+                   {"elapsed_s", secs}});
+    if (dev.empty() || dev_acc > best_dev) {
+      best_dev = dev_acc;
+      best.clear();
+      for (auto& p : model->named_parameters()) {
+        torch::Tensor t = p.value().detach().clone();
+        if (o.save_dtype == "F16") t = t.to(torch::kHalf);
+        best[p.key()] = t;
+      }
+    }
+  }
+
+  std::filesystem::create_directories(o.out_dir);
+  RETURN_IF_ERROR(WriteText(o.out_dir + "/config.json", config.ToJson()));
+  RETURN_IF_ERROR(WriteSafetensors(best, o.out_dir + "/model.safetensors"));
+  std::string vocab_text;
+  for (const auto& t : vocab_tokens) absl::StrAppend(&vocab_text, t, "\n");
+  RETURN_IF_ERROR(WriteText(o.out_dir + "/vocab.txt", vocab_text));
+  nlohmann::json tok = {{"do_lower_case", o.do_lower_case},
+                        {"model_max_length", o.max_len},
+                        {"tokenizer_class", "BertTokenizer"}};
+  RETURN_IF_ERROR(WriteText(o.out_dir + "/tokenizer_config.json", tok.dump(2) + "\n"));
+  nlohmann::json summary = {{"epochs", log},
+                            {"best_dev_accuracy", best_dev},
+                            {"train_examples", train.size()},
+                            {"seed", o.seed},
+                            {"threads", torch::get_num_threads()}};
+  RETURN_IF_ERROR(WriteText(o.out_dir + "/train_log.json", summary.dump(2) + "\n"));
+  std::fprintf(stderr, "wrote %s (best dev accuracy %.4f)\n", o.out_dir.c_str(),
+               best_dev);
+  return absl::OkStatus();
+}
+
+}  // namespace bertology
