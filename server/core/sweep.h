@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/core/head_mask.h"
+#include "server/core/mask_generators.h"  // SweepMask and the generators
 #include "server/core/model.h"
 #include "server/core/tokenizer.h"
 
@@ -29,27 +30,12 @@ struct SweepExample {
   int label = 0;  // class index, in [0, num_labels)
 };
 
-struct SweepMask {
-  std::string id;    // e.g. "head-L3H7", "layer-4", "random-0.30-r5"
-  std::string spec;  // human-readable description of what is masked
-  HeadMask mask;
-};
-
-// --- Mask generators (all validate their arguments; errors name them). ---
-// One mask per head (L*H masks), ids "head-L{l}H{h}".
-std::vector<SweepMask> SingleHeadMasks(int layers, int heads, AblationMode mode);
-// One mask per whole layer, ids "layer-{l}".
-std::vector<SweepMask> LayerMasks(int layers, int heads, AblationMode mode);
-// `repeats` masks, each ablating round(fraction * n) heads drawn uniformly
-// without replacement from layers [layer_begin, layer_end) (n = heads in
-// that range); deterministic in `seed`.
-absl::StatusOr<std::vector<SweepMask>> RandomMasks(
-    int layers, int heads, double fraction, int repeats, uint64_t seed,
-    int layer_begin, int layer_end, AblationMode mode);
-
 struct SweepOptions {
   int max_batch_rows = 32;  // rows (mask x example pairs) per forward pass
-  int64_t cache_budget_bytes = 256 << 20;  // cached baseline hidden states
+  // Bytes of cached baseline hidden states (one [T, D] per example per
+  // distinct start layer > 0) held at once; estimated from token counts and
+  // the model's dtype. A chunk always holds at least one example.
+  int64_t cache_budget_bytes = 256 << 20;
 };
 
 struct MaskResult {
@@ -78,7 +64,9 @@ class SweepExecutor {
   SweepExecutor(const Model* model, SweepOptions options)
       : model_(model), options_(options) {}
   // FAILED_PRECONDITION if the model has no classifier; INVALID_ARGUMENT for
-  // a label out of range or a mask of the wrong shape.
+  // a label out of range ("examples[i].label"), an empty encoding or a mask
+  // of the wrong shape ("masks[i]"); CANCELLED when is_cancelled said so.
+  // Errors from the model are returned as they are.
   absl::Status Run(const std::vector<SweepExample>& examples,
                    const std::vector<SweepMask>& masks,
                    const SweepCallbacks& callbacks) const;

@@ -6,6 +6,12 @@
 // keep padding small, and run one forward pass with per-row masks. Each
 // request's callback runs once, with its rows' logits in order. A full queue
 // rejects new work with RESOURCE_EXHAUSTED instead of growing without bound.
+//
+// Batch selection: the oldest queued row always goes in the next batch (no
+// starvation); the rest of the batch is filled with the queued rows nearest
+// to it in length. A failed forward pass fails every request with a row in
+// it (their other rows are dropped from the queue); other requests are
+// unaffected.
 #ifndef BERTOLOGY_SERVICE_BATCHER_H_
 #define BERTOLOGY_SERVICE_BATCHER_H_
 
@@ -19,17 +25,9 @@
 #include "server/core/head_mask.h"
 #include "server/core/model.h"
 #include "server/core/tokenizer.h"
+#include "server/service/clock.h"
 
 namespace bertology {
-
-// Injected so tests of the queue-delay logic do not sleep on a real clock.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual absl::Time Now() = 0;
-  // Waits until `deadline` or until `cv`-style wake-up; real clocks block.
-  static Clock* Real();
-};
 
 struct BatchRow {
   std::shared_ptr<const Encoding> encoding;
@@ -57,14 +55,23 @@ class Batcher {
     Clock* clock = Clock::Real();
     BatcherStats stats;
   };
+  // INVALID_ARGUMENT for bad options (naming the field), FAILED_PRECONDITION
+  // if the model has no classifier. `model` and `options.clock` must outlive
+  // the batcher. Starts the worker threads.
   static absl::StatusOr<std::unique_ptr<Batcher>> Create(const Model* model,
                                                          Options options);
+  // Shuts down (draining the queue) if Shutdown() was not called.
   virtual ~Batcher() = default;
 
   // Queues `rows`; `done` runs exactly once (on a worker thread, or inline
-  // with the error when rejected). RESOURCE_EXHAUSTED when the queue is full.
+  // with the error when rejected). RESOURCE_EXHAUSTED when the queue is full,
+  // INVALID_ARGUMENT naming "rows[i]" for a null, empty or too long encoding,
+  // a token id or segment out of the model's range
+  // or a mask of the wrong shape, UNAVAILABLE after Shutdown(). No rows: done
+  // runs inline with an empty vector. Thread-safe.
   virtual void Enqueue(std::vector<BatchRow> rows, BatchDone done) = 0;
-  // Stops accepting work, finishes what is queued, joins the workers.
+  // Stops accepting work, finishes what is queued (without waiting for the
+  // queue delay), joins the workers. Idempotent; thread-safe.
   virtual void Shutdown() = 0;
 };
 

@@ -1,0 +1,26 @@
+# Owned by the batcher work; included from server/CMakeLists.txt
+# (include(service/service.cmake)). Paths are relative to this file so the
+# includer's directory does not matter.
+#   bertology_batcher  injectable clock + dynamic batching of Classify rows
+add_library(bertology_batcher
+  ${CMAKE_CURRENT_LIST_DIR}/clock.cc
+  ${CMAKE_CURRENT_LIST_DIR}/batcher.cc
+)
+target_include_directories(bertology_batcher PUBLIC ${CMAKE_SOURCE_DIR})
+target_link_libraries(bertology_batcher PUBLIC
+  bertology_model
+  absl::flat_hash_set
+  absl::status
+  absl::statusor
+  absl::strings
+  absl::synchronization
+  absl::time
+  Threads::Threads
+)
+
+bertology_test(NAME clock_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/clock_test.cc
+  LIBS bertology_batcher)
+bertology_test(NAME batcher_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/batcher_test.cc
+  LIBS bertology_batcher GTest::gmock)
