@@ -1,0 +1,127 @@
+// `bertology classify`: predictions under one head mask, for texts given as
+// flags or for a dataset file (then also the accuracy when it has labels).
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/cli/commands.h"
+#include "client/cli/connection.h"
+#include "client/cli/exit_codes.h"
+#include "client/cli/labeled_data.h"
+#include "client/cli/mask_flags.h"
+#include "nlohmann/json.hpp"
+
+namespace bertology {
+namespace client {
+
+int RunClassify(const Argv& argv) {
+  std::vector<FlagSpec> flags = ConnectionFlags();
+  for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
+  for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
+  flags.push_back({"json", false, "JSON instead of TSV"});
+  Args args;
+  int exit = 0;
+  if (!ParseCommandArgs(
+          "classify",
+          "Usage: bertology classify --text-a=TEXT [--text-b=TEXT] [mask]\n"
+          "       bertology classify --data=FILE [column flags] [mask]\n"
+          "Without --data, --text-a/--text-b (or two positionals) are the "
+          "texts;\nwith --data they name the columns. Prints index, label, "
+          "probabilities\n(and the gold label); with labels, the accuracy "
+          "goes to stderr.",
+          flags, argv, &args, &exit)) {
+    return exit;
+  }
+  auto mask = ParseHeadMask(args);
+  if (!mask.ok()) return Fail("classify", kExitUsage, mask.status());
+  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  if (!channel.ok()) return Fail("classify", kExitUsage, channel.status());
+  auto stub = v1::Bertology::NewStub(*channel);
+  auto info = FetchModelInfo(stub.get(), args);
+  if (!info.ok()) return Fail("classify", kExitRpc, info.status());
+  const std::vector<std::string> labels(info->model.label_names().begin(),
+                                        info->model.label_names().end());
+  LoadedData data;
+  if (args.Has("data")) {
+    auto loaded = LoadLabeledData(args, labels, /*require_labels=*/false);
+    if (!loaded.ok()) {
+      return Fail(
+          "classify",
+          absl::IsInvalidArgument(loaded.status()) &&
+                  loaded.status().message().find(':') == std::string::npos
+              ? kExitUsage
+              : kExitData,
+          loaded.status());
+    }
+    data = *std::move(loaded);
+  } else {
+    const auto& pos = args.positional();
+    v1::LabeledExample e;
+    e.mutable_input()->set_text_a(
+        args.Get("text-a", pos.size() > 0 ? pos[0] : ""));
+    e.mutable_input()->set_text_b(
+        args.Get("text-b", pos.size() > 1 ? pos[1] : ""));
+    if (e.input().text_a().empty()) {
+      return Fail("classify", kExitUsage,
+                  absl::InvalidArgumentError("give --text-a or --data"));
+    }
+    data.examples.push_back(e);
+  }
+  const int chunk = std::max(1, info->limits.max_inputs_per_call());
+  std::vector<v1::Prediction> predictions;
+  for (size_t begin = 0; begin < data.examples.size(); begin += chunk) {
+    v1::ClassifyRequest request;
+    request.set_model(args.Get("model"));
+    *request.mutable_head_mask() = *mask;
+    const size_t end = std::min(data.examples.size(), begin + chunk);
+    for (size_t i = begin; i < end; ++i) {
+      *request.add_inputs() = data.examples[i].input();
+    }
+    auto context = NewContext(args);
+    if (!context.ok()) return Fail("classify", kExitUsage, context.status());
+    v1::ClassifyResponse response;
+    absl::Status s =
+        FromGrpc(stub->Classify(context->get(), request, &response));
+    if (!s.ok()) return Fail("classify", kExitRpc, s);
+    for (const v1::Prediction& p : response.predictions()) {
+      predictions.push_back(p);
+    }
+  }
+  int correct = 0;
+  nlohmann::json out = nlohmann::json::array();
+  if (!args.Has("json")) {
+    std::printf("index\tlabel\tprobabilities%s\n",
+                data.has_labels ? "\tgold" : "");
+  }
+  for (size_t i = 0; i < predictions.size(); ++i) {
+    const v1::Prediction& p = predictions[i];
+    const int gold = data.examples[i].label();
+    correct += data.has_labels && p.label() == gold ? 1 : 0;
+    if (args.Has("json")) {
+      nlohmann::json j{
+          {"index", i},
+          {"label", p.label()},
+          {"label_name", p.label_name()},
+          {"probabilities", std::vector<float>(p.probabilities().begin(),
+                                               p.probabilities().end())},
+          {"truncated", p.truncated()}};
+      if (data.has_labels) j["gold"] = gold;
+      out.push_back(j);
+    } else {
+      std::printf("%zu\t%s\t%s%s\n", i, p.label_name().c_str(),
+                  absl::StrJoin(p.probabilities(), ",").c_str(),
+                  data.has_labels ? absl::StrCat("\t", gold).c_str() : "");
+    }
+  }
+  if (args.Has("json")) std::printf("%s\n", out.dump(2).c_str());
+  if (data.has_labels && !predictions.empty()) {
+    std::fprintf(stderr, "accuracy %d/%zu = %.6f\n", correct,
+                 predictions.size(),
+                 static_cast<double>(correct) / predictions.size());
+  }
+  return kExitOk;
+}
+
+}  // namespace client
+}  // namespace bertology

@@ -1,0 +1,63 @@
+// `bertology info`: GetModelInfo as indented JSON.
+#include <cstdio>
+
+#include "client/cli/commands.h"
+#include "client/cli/connection.h"
+#include "client/cli/exit_codes.h"
+#include "nlohmann/json.hpp"
+
+namespace bertology {
+namespace client {
+
+int RunInfo(const Argv& argv) {
+  Args args;
+  int exit = 0;
+  if (!ParseCommandArgs("info",
+                        "Usage: bertology info [--target=ADDR] [--model=NAME]\n"
+                        "Prints the served models and the server limits as "
+                        "JSON.",
+                        ConnectionFlags(), argv, &args, &exit)) {
+    return exit;
+  }
+  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  if (!channel.ok()) return Fail("info", kExitUsage, channel.status());
+  auto stub = v1::Bertology::NewStub(*channel);
+  auto context = NewContext(args);
+  if (!context.ok()) return Fail("info", kExitUsage, context.status());
+  v1::GetModelInfoRequest request;
+  request.set_model(args.Get("model"));
+  v1::GetModelInfoResponse response;
+  absl::Status s =
+      FromGrpc(stub->GetModelInfo(context->get(), request, &response));
+  if (!s.ok()) return Fail("info", kExitRpc, s);
+  nlohmann::json models = nlohmann::json::array();
+  for (const v1::ModelInfo& m : response.models()) {
+    models.push_back(
+        {{"name", m.name()},
+         {"default", m.is_default()},
+         {"architecture", m.architecture()},
+         {"layers", m.num_layers()},
+         {"heads", m.num_heads()},
+         {"hidden_size", m.hidden_size()},
+         {"max_seq_len", m.max_seq_len()},
+         {"vocab_size", m.vocab_size()},
+         {"labels", std::vector<std::string>(m.label_names().begin(),
+                                             m.label_names().end())},
+         {"dtype", m.dtype()},
+         {"device", m.device()}});
+  }
+  const v1::ServerLimits& l = response.limits();
+  nlohmann::json out{{"models", models},
+                     {"limits",
+                      {{"max_inputs_per_call", l.max_inputs_per_call()},
+                       {"max_examples_per_sweep", l.max_examples_per_sweep()},
+                       {"max_masks_per_sweep", l.max_masks_per_sweep()},
+                       {"max_text_bytes", l.max_text_bytes()},
+                       {"max_message_bytes", l.max_message_bytes()},
+                       {"max_batch_size", l.max_batch_size()}}}};
+  std::printf("%s\n", out.dump(2).c_str());
+  return kExitOk;
+}
+
+}  // namespace client
+}  // namespace bertology

@@ -1,0 +1,198 @@
+// `bertology sweep`: a dataset and a sweep spec -> accuracy under every mask,
+// sharded over the replicas by the scheduler; CSV and JSON results.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli/commands.h"
+#include "client/cli/connection.h"
+#include "client/cli/exit_codes.h"
+#include "client/cli/labeled_data.h"
+#include "client/cli/mask_flags.h"
+#include "client/cli/sweep_output.h"
+#include "client/scheduler/progress_bar.h"
+#include "client/scheduler/sweep_scheduler.h"
+
+namespace bertology {
+namespace client {
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: bertology sweep --data=FILE [column flags] SPEC.. [--out-csv=F] "
+    "[--out-json=F]\n"
+    "Scores the dataset with no mask (the baseline) and under every mask of "
+    "the spec,\nsplit into shards (masks x example chunks) sent as "
+    "SweepAblation calls to the\nreplicas in --target (a list gets one "
+    "channel per replica; dns:/// and a single\naddress, e.g. a load "
+    "balancer, one channel). Failed shards are retried on\nanother replica; "
+    "results merge exactly. Without --out-*, the CSV goes to stdout.\n"
+    "Example: bertology sweep --target=ipv4:10.0.0.1:50051,10.0.0.2:50051 "
+    "--data=dev.tsv \\\n    --text-a=sentence1 --text-b=sentence2 "
+    "--label=label --heads --layers \\\n    --random=0.1,10,1 "
+    "--progress-file=sweep.progress.jsonl --out-csv=sweep.csv";
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out.good()) {
+    return absl::DataLossError(absl::StrCat("cannot write ", path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunSweep(const Argv& argv) {
+  std::vector<FlagSpec> flags = ConnectionFlags();
+  for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
+  for (FlagSpec& f : SweepSpecFlags()) flags.push_back(f);
+  const std::vector<FlagSpec> more = {
+      {"out-csv", true, "write the results as CSV", "FILE"},
+      {"out-json", true, "write the results as JSON", "FILE"},
+      {"max-inflight", true, "shards in flight per replica (default 2)", "N"},
+      {"shard-timeout", true, "deadline per shard in seconds (default 600)",
+       "S"},
+      {"retries", true, "attempts per shard before giving up (default 6)", "N"},
+      {"masks-per-shard", true, "default: about 4 shards per in-flight slot",
+       "N"},
+      {"examples-per-shard", true, "default: all (at most the server's limit)",
+       "N"},
+      {"batch-rows", true,
+       "rows per forward pass on the server (0: its "
+       "default)",
+       "N"},
+      {"progress-file", true,
+       "JSONL of finished shards; rerunning the same sweep resumes", "FILE"},
+      {"round-robin", false,
+       "send a target list through one round_robin channel instead of one "
+       "channel per replica"},
+      {"quiet", false, "no progress output"},
+  };
+  flags.insert(flags.end(), more.begin(), more.end());
+  Args args;
+  int exit = 0;
+  if (!ParseCommandArgs("sweep", kUsage, flags, argv, &args, &exit)) {
+    return exit;
+  }
+  auto specs = ParseSweepSpecs(args);
+  if (!specs.ok()) return Fail("sweep", kExitUsage, specs.status());
+  auto mode = ParseMode(args);
+  if (!mode.ok()) return Fail("sweep", kExitUsage, mode.status());
+  SchedulerOptions options;
+  auto inflight = args.GetInt("max-inflight", 2);
+  auto timeout = args.GetDouble("shard-timeout", 600);
+  auto attempts = args.GetInt("retries", 6);
+  auto masks_per_shard = args.GetInt("masks-per-shard", 0);
+  auto examples_per_shard = args.GetInt("examples-per-shard", 0);
+  auto rows = args.GetInt("batch-rows", 0);
+  for (const absl::Status& s :
+       {inflight.status(), timeout.status(), attempts.status(),
+        masks_per_shard.status(), examples_per_shard.status(), rows.status()}) {
+    if (!s.ok()) return Fail("sweep", kExitUsage, s);
+  }
+  const std::string target = args.Get("target", kDefaultTarget);
+  TargetOptions target_options;
+  target_options.round_robin_list = args.Has("round-robin");
+  auto targets = ParseTargets(target, target_options);
+  if (!targets.ok()) return Fail("sweep", kExitUsage, targets.status());
+
+  // Model shape and labels from the first target.
+  auto channel = MakeChannel(targets->front().uri);
+  if (!channel.ok()) return Fail("sweep", kExitUsage, channel.status());
+  auto stub = v1::Bertology::NewStub(*channel);
+  auto info = FetchModelInfo(stub.get(), args);
+  if (!info.ok()) return Fail("sweep", kExitRpc, info.status());
+  const std::vector<std::string> labels(info->model.label_names().begin(),
+                                        info->model.label_names().end());
+  auto data = LoadLabeledData(args, labels, /*require_labels=*/true);
+  if (!data.ok()) return Fail("sweep", kExitData, data.status());
+  MaskPlanOptions plan_options;
+  plan_options.layers = info->model.num_layers();
+  plan_options.heads = info->model.num_heads();
+  plan_options.mode = *mode;
+  auto masks = PlanMasks(*specs, plan_options);
+  if (!masks.ok()) return Fail("sweep", kExitUsage, masks.status());
+
+  SweepJob job;
+  job.model = args.Get("model");
+  job.mode = *mode;
+  job.max_batch_rows = *rows;
+  job.examples = std::move(data->examples);
+  job.masks = *std::move(masks);
+  const int num_masks = static_cast<int>(job.masks.size());
+  const int num_examples = static_cast<int>(job.examples.size());
+  int slots = 0;
+  for (const ChannelTarget& t : *targets) slots += *inflight * t.backends;
+  options.max_inflight = *inflight;
+  options.shard_timeout = absl::Seconds(*timeout);
+  options.max_attempts = std::max(1, *attempts);
+  options.progress_file = args.Get("progress-file");
+  const int example_limit = info->limits.max_examples_per_sweep() > 0
+                                ? info->limits.max_examples_per_sweep()
+                                : num_examples;
+  options.sharding.examples_per_shard =
+      std::min(*examples_per_shard > 0 ? *examples_per_shard : num_examples,
+               example_limit);
+  options.sharding.masks_per_shard =
+      *masks_per_shard > 0 ? *masks_per_shard
+                           : std::max(1, num_masks / std::max(1, slots * 4));
+  const int mask_limit = info->limits.max_masks_per_sweep();
+  if (mask_limit > 0) {
+    options.sharding.masks_per_shard =
+        std::min(options.sharding.masks_per_shard, mask_limit);
+  }
+
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  ProgressBar bar(stderr, tty);
+  SweepProgressFn on_progress;
+  if (!args.Has("quiet")) {
+    on_progress = [&bar](const SweepProgressSnapshot& s) { bar.Update(s); };
+  }
+  auto executor = NewGrpcShardExecutor(*targets);
+  absl::StatusOr<SweepRun> run =
+      RunSweep(job, executor.get(), options, on_progress);
+  bar.Done();
+  if (!run.ok()) {
+    return Fail("sweep",
+                absl::IsFailedPrecondition(run.status()) &&
+                        !options.progress_file.empty() &&
+                        run.status().message().find(options.progress_file) !=
+                            std::string::npos
+                    ? kExitData
+                    : kExitRpc,
+                run.status());
+  }
+  if (!args.Has("quiet")) {
+    std::fprintf(stderr,
+                 "sweep: %d masks x %d examples in %d shards (%d resumed), "
+                 "%d retries\n",
+                 num_masks, num_examples, run->shards_total,
+                 run->shards_resumed, run->retries);
+    for (const ChannelStats& c : run->channels) {
+      std::fprintf(stderr, "  %s: %d shards, %d failures\n", c.name.c_str(),
+                   c.shards_ok, c.failures);
+    }
+  }
+  const std::string mode_name =
+      *mode == v1::ABLATION_MODE_UNIFORM ? "uniform" : "zero";
+  if (args.Has("out-csv")) {
+    absl::Status s = WriteFile(args.Get("out-csv"), SweepCsv(run->summary));
+    if (!s.ok()) return Fail("sweep", kExitData, s);
+  }
+  if (args.Has("out-json")) {
+    absl::Status s = WriteFile(args.Get("out-json"),
+                               SweepJson(*run, info->model.name(), mode_name));
+    if (!s.ok()) return Fail("sweep", kExitData, s);
+  }
+  if (!args.Has("out-csv") && !args.Has("out-json")) {
+    std::fputs(SweepCsv(run->summary).c_str(), stdout);
+  }
+  return kExitOk;
+}
+
+}  // namespace client
+}  // namespace bertology

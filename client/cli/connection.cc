@@ -1,0 +1,85 @@
+#include "client/cli/connection.h"
+
+#include <chrono>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "client/scheduler/targets.h"
+
+namespace bertology {
+namespace client {
+
+std::vector<FlagSpec> ConnectionFlags() {
+  return {
+      {"target", true,
+       absl::StrCat("server: HOST:PORT, ipv4:A:P,B:P (round robin), "
+                    "dns:///NAME:PORT (default ",
+                    kDefaultTarget, ")"),
+       "ADDR"},
+      {"model", true, "model name (default: the server's default model)",
+       "NAME"},
+      {"timeout", true, "seconds per call (default 60)", "S"},
+  };
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
+    const std::string& target) {
+  TargetOptions options;
+  options.round_robin_list = true;
+  absl::StatusOr<std::vector<ChannelTarget>> targets =
+      ParseTargets(target, options);
+  if (!targets.ok()) return targets.status();
+  const ChannelTarget& t = targets->front();
+  grpc::ChannelArguments args;
+  if (!t.lb_policy.empty()) args.SetLoadBalancingPolicyName(t.lb_policy);
+  args.SetMaxReceiveMessageSize(-1);
+  return grpc::CreateCustomChannel(t.uri, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+absl::StatusOr<std::unique_ptr<grpc::ClientContext>> NewContext(
+    const Args& args, absl::Duration def) {
+  absl::StatusOr<double> seconds =
+      args.GetDouble("timeout", absl::ToDoubleSeconds(def));
+  if (!seconds.ok()) return seconds.status();
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(
+      std::chrono::system_clock::now() +
+      std::chrono::microseconds(static_cast<int64_t>(*seconds * 1e6)));
+  return context;
+}
+
+absl::StatusOr<ModelAndLimits> FetchModelInfo(v1::Bertology::Stub* stub,
+                                              const Args& args) {
+  absl::StatusOr<std::unique_ptr<grpc::ClientContext>> context =
+      NewContext(args);
+  if (!context.ok()) return context.status();
+  v1::GetModelInfoRequest request;
+  request.set_model(args.Get("model"));
+  v1::GetModelInfoResponse response;
+  absl::Status s =
+      FromGrpc(stub->GetModelInfo(context->get(), request, &response));
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("GetModelInfo: ", s.message()));
+  }
+  for (const v1::ModelInfo& m : response.models()) {
+    if (args.Get("model").empty() ? m.is_default()
+                                  : m.name() == args.Get("model")) {
+      return ModelAndLimits{m, response.limits()};
+    }
+  }
+  if (response.models_size() == 1) {
+    return ModelAndLimits{response.models(0), response.limits()};
+  }
+  return absl::NotFoundError(
+      absl::StrCat("the server has no model '", args.Get("model"), "'"));
+}
+
+}  // namespace client
+}  // namespace bertology

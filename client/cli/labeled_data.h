@@ -1,0 +1,48 @@
+// Examples for `classify` and `sweep` from a dataset file (TSV, CSV, JSONL
+// through bertology_data), with labels mapped to the model's class indices.
+#ifndef BERTOLOGY_CLIENT_CLI_LABELED_DATA_H_
+#define BERTOLOGY_CLIENT_CLI_LABELED_DATA_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bertology/v1/bertology.pb.h"
+#include "client/cli/args.h"
+
+namespace bertology {
+namespace client {
+
+// --data, --format, --header, --text-a, --text-b, --label, --label-map,
+// --limit.
+std::vector<FlagSpec> DatasetFlags();
+
+// "neg=0,pos=1" (indices) or "neg=negative,..." (label names) into
+// label string -> class index. INVALID_ARGUMENT for a bad entry.
+absl::StatusOr<std::map<std::string, int>> ParseLabelMap(
+    const std::string& spec, const std::vector<std::string>& label_names);
+
+// A label as written in the file -> class index: through `label_map` when it
+// is not empty, else the model's label name (exact, then ignoring case), else
+// a decimal index in range. INVALID_ARGUMENT saying what was tried.
+absl::StatusOr<int> MapLabel(const std::string& label,
+                             const std::map<std::string, int>& label_map,
+                             const std::vector<std::string>& label_names);
+
+struct LoadedData {
+  std::vector<v1::LabeledExample> examples;
+  bool has_labels = false;
+};
+
+// Reads --data with the column flags. `require_labels`: a missing --label
+// column is an error. Errors (DATA_LOSS / INVALID_ARGUMENT) name the file
+// and line.
+absl::StatusOr<LoadedData> LoadLabeledData(
+    const Args& args, const std::vector<std::string>& label_names,
+    bool require_labels);
+
+}  // namespace client
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CLIENT_CLI_LABELED_DATA_H_

@@ -1,0 +1,59 @@
+#include "client/cli/labeled_data.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace bertology {
+namespace client {
+namespace {
+
+const std::vector<std::string> kLabels = {"negative", "positive"};
+
+TEST(LabelsTest, MapsNamesIndicesAndMaps) {
+  EXPECT_EQ(*MapLabel("positive", {}, kLabels), 1);
+  EXPECT_EQ(*MapLabel("NEGATIVE", {}, kLabels), 0);
+  EXPECT_EQ(*MapLabel("1", {}, kLabels), 1);
+  EXPECT_FALSE(MapLabel("2", {}, kLabels).ok());
+  auto map = ParseLabelMap("neg=0,pos=positive", kLabels);
+  ASSERT_TRUE(map.ok()) << map.status();
+  EXPECT_EQ(*MapLabel("pos", *map, kLabels), 1);
+  EXPECT_FALSE(MapLabel("positive", *map, kLabels).ok());
+  EXPECT_FALSE(ParseLabelMap("neg=5", kLabels).ok());
+  EXPECT_FALSE(ParseLabelMap("neg", kLabels).ok());
+}
+
+TEST(LoadLabeledDataTest, ReadsColumnsAndNamesTheBadLine) {
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/data-", getpid(), ".tsv");
+  {
+    std::ofstream out(path);
+    out << "s1\ts2\tlabel\nhello\tworld\tpos\nbye\tnow\tneg\nx\ty\tmaybe\n";
+  }
+  auto args =
+      Args::Parse({"--data", path, "--text-a=s1", "--text-b=s2",
+                   "--label=label", "--label-map=neg=0,pos=1", "--limit=2"},
+                  DatasetFlags());
+  ASSERT_TRUE(args.ok());
+  auto data = LoadLabeledData(*args, kLabels, true);
+  ASSERT_TRUE(data.ok()) << data.status();
+  ASSERT_EQ(data->examples.size(), 2u);
+  EXPECT_EQ(data->examples[0].input().text_b(), "world");
+  EXPECT_EQ(data->examples[0].label(), 1);
+  auto all = Args::Parse({"--data", path, "--text-a=s1", "--text-b=s2",
+                          "--label=label", "--label-map=neg=0,pos=1"},
+                         DatasetFlags());
+  auto bad = LoadLabeledData(*all, kLabels, true);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(":4:"), std::string::npos)
+      << bad.status();
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace client
+}  // namespace bertology

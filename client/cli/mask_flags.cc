@@ -1,0 +1,164 @@
+#include "client/cli/mask_flags.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace bertology {
+namespace client {
+namespace {
+
+// "B-E" inclusive, or "B" -> [begin, end).
+absl::Status ParseLayerRange(const std::string& text, const char* flag,
+                             int* begin, int* end) {
+  std::vector<std::string> be = absl::StrSplit(text, absl::MaxSplits('-', 1));
+  int b, e;
+  if (!absl::SimpleAtoi(be[0], &b) ||
+      !absl::SimpleAtoi(be.size() == 2 ? be[1] : be[0], &e) || b < 0 || e < b) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, ": '", text, "' is not a layer range like 0-5"));
+  }
+  *begin = b;
+  *end = e + 1;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<FlagSpec> HeadMaskFlags() {
+  return {
+      {"ablate", true, "mask these heads, e.g. 2:3,4:0 (layer:head)", "L:H,.."},
+      {"keep", true, "keep only these heads, mask all others", "L:H,.."},
+      {"mode", true, "zero (HF head_mask) or uniform (Kovaleva et al.)",
+       "MODE"},
+  };
+}
+
+std::vector<FlagSpec> SweepSpecFlags() {
+  return {
+      {"heads", false, "one mask per single head (the layers x heads grid)"},
+      {"layers", false, "one mask per whole layer"},
+      {"random", true,
+       "ROUND(FRACTION x heads) random heads, REPEATS masks (default 1), "
+       "SEED (default 0), within layers B-E (inclusive; default all); "
+       "repeatable",
+       "F[,R[,SEED[,B-E]]]"},
+      {"keep-only", true,
+       "mask layers B-E (inclusive) except the listed heads; repeatable",
+       "B-E[:L:H,..]"},
+      {"mask", true, "one explicit mask of these heads; repeatable", "L:H,.."},
+      {"mode", true, "zero or uniform (default zero)", "MODE"},
+  };
+}
+
+absl::StatusOr<v1::AblationMode> ParseMode(const Args& args) {
+  const std::string mode = args.Get("mode", "zero");
+  if (mode == "zero") return v1::ABLATION_MODE_ZERO;
+  if (mode == "uniform") return v1::ABLATION_MODE_UNIFORM;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--mode=", mode, " is not zero or uniform"));
+}
+
+absl::StatusOr<v1::HeadList> ParseHeadList(const std::string& text,
+                                           const char* flag) {
+  v1::HeadList list;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::vector<std::string> lh = absl::StrSplit(item, ':');
+    int l, h;
+    if (lh.size() != 2 || !absl::SimpleAtoi(lh[0], &l) ||
+        !absl::SimpleAtoi(lh[1], &h)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, ": '", item, "' is not LAYER:HEAD (e.g. 2:3)"));
+    }
+    v1::LayerHead* out = list.add_heads();
+    out->set_layer(l);
+    out->set_head(h);
+  }
+  return list;
+}
+
+absl::StatusOr<v1::HeadMask> ParseHeadMask(const Args& args) {
+  v1::HeadMask mask;
+  if (args.Has("ablate") && args.Has("keep")) {
+    return absl::InvalidArgumentError("--ablate and --keep exclude each other");
+  }
+  absl::StatusOr<v1::AblationMode> mode = ParseMode(args);
+  if (!mode.ok()) return mode.status();
+  if (args.Has("ablate")) {
+    absl::StatusOr<v1::HeadList> l =
+        ParseHeadList(args.Get("ablate"), "ablate");
+    if (!l.ok()) return l.status();
+    *mask.mutable_ablate() = *l;
+  } else if (args.Has("keep")) {
+    absl::StatusOr<v1::HeadList> l = ParseHeadList(args.Get("keep"), "keep");
+    if (!l.ok()) return l.status();
+    *mask.mutable_keep() = *l;
+  }
+  mask.set_mode(*mode);
+  return mask;
+}
+
+absl::StatusOr<std::vector<v1::MaskSpec>> ParseSweepSpecs(const Args& args) {
+  std::vector<v1::MaskSpec> specs;
+  for (const std::string& m : args.GetAll("mask")) {
+    absl::StatusOr<v1::HeadList> l = ParseHeadList(m, "mask");
+    if (!l.ok()) return l.status();
+    v1::MaskSpec spec;
+    *spec.mutable_explicit_mask()->mutable_mask()->mutable_ablate() = *l;
+    specs.push_back(spec);
+  }
+  if (args.Has("heads")) specs.emplace_back().mutable_all_single_heads();
+  if (args.Has("layers")) specs.emplace_back().mutable_all_layers();
+  for (const std::string& r : args.GetAll("random")) {
+    std::vector<std::string> parts = absl::StrSplit(r, ',');
+    v1::MaskSpec spec;
+    auto* random = spec.mutable_random();
+    double fraction;
+    int repeats = 1;
+    uint64_t seed = 0;
+    if (parts.size() > 4 || !absl::SimpleAtod(parts[0], &fraction) ||
+        (parts.size() > 1 && !absl::SimpleAtoi(parts[1], &repeats)) ||
+        (parts.size() > 2 && !absl::SimpleAtoi(parts[2], &seed))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--random=", r, " is not FRACTION[,REPEATS[,SEED[,B-E]]]"));
+    }
+    random->set_fraction(fraction);
+    random->set_repeats(repeats);
+    random->set_seed(seed);
+    if (parts.size() == 4) {
+      int b, e;
+      absl::Status s = ParseLayerRange(parts[3], "random", &b, &e);
+      if (!s.ok()) return s;
+      random->set_layer_begin(b);
+      random->set_layer_end(e);
+    }
+    specs.push_back(spec);
+  }
+  for (const std::string& k : args.GetAll("keep-only")) {
+    std::vector<std::string> parts = absl::StrSplit(k, absl::MaxSplits(':', 1));
+    v1::MaskSpec spec;
+    auto* keep = spec.mutable_keep_only();
+    int b, e;
+    absl::Status s = ParseLayerRange(parts[0], "keep-only", &b, &e);
+    if (!s.ok()) return s;
+    keep->set_layer_begin(b);
+    keep->set_layer_end(e);
+    if (parts.size() == 2) {
+      absl::StatusOr<v1::HeadList> l = ParseHeadList(parts[1], "keep-only");
+      if (!l.ok()) return l.status();
+      *keep->mutable_keep() = l->heads();
+    }
+    specs.push_back(spec);
+  }
+  if (specs.empty()) {
+    return absl::InvalidArgumentError(
+        "no masks: give --heads, --layers, --random, --keep-only or --mask");
+  }
+  return specs;
+}
+
+}  // namespace client
+}  // namespace bertology

@@ -1,0 +1,89 @@
+#include "client/cli/sweep_output.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "nlohmann/json.hpp"
+
+namespace bertology {
+namespace client {
+namespace {
+
+std::string Ablated(const MaskCounts& c) {
+  std::string out;
+  for (const auto& [l, h] : c.ablated) {
+    absl::StrAppend(&out, out.empty() ? "" : " ", "L", l, "H", h);
+  }
+  return out;
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  return absl::StrCat("\"", absl::StrReplaceAll(s, {{"\"", "\"\""}}), "\"");
+}
+
+void CsvRow(const MergedMask& m, std::string* out) {
+  const MaskCounts& c = m.counts;
+  absl::StrAppend(
+      out,
+      absl::StrFormat("%d,%s,%s,%s,%d,%d,%.10g,%.10g,%.10g,%.10g,"
+                      "%.10g\n",
+                      c.mask_index, CsvField(c.mask_id), CsvField(c.spec),
+                      CsvField(Ablated(c)), c.examples, c.correct, m.accuracy,
+                      m.accuracy_delta, m.relative_change_percent, c.loss_sum,
+                      m.mean_loss_delta));
+}
+
+nlohmann::json MaskJson(const MergedMask& m) {
+  const MaskCounts& c = m.counts;
+  nlohmann::json ablated = nlohmann::json::array();
+  for (const auto& [l, h] : c.ablated) ablated.push_back({l, h});
+  return {{"mask_index", c.mask_index},
+          {"mask_id", c.mask_id},
+          {"spec", c.spec},
+          {"ablated", ablated},
+          {"examples", c.examples},
+          {"correct", c.correct},
+          {"loss_sum", c.loss_sum},
+          {"accuracy", m.accuracy},
+          {"accuracy_delta", m.accuracy_delta},
+          {"relative_change_percent", m.relative_change_percent},
+          {"mean_loss_delta", m.mean_loss_delta}};
+}
+
+}  // namespace
+
+std::string SweepCsv(const SweepSummary& summary) {
+  std::string out =
+      "mask_index,mask_id,spec,ablated,examples,correct,accuracy,"
+      "accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta\n";
+  CsvRow(summary.baseline, &out);
+  for (const MergedMask& m : summary.masks) CsvRow(m, &out);
+  return out;
+}
+
+std::string SweepJson(const SweepRun& run, const std::string& model,
+                      const std::string& mode) {
+  nlohmann::json masks = nlohmann::json::array();
+  for (const MergedMask& m : run.summary.masks) masks.push_back(MaskJson(m));
+  nlohmann::json replicas = nlohmann::json::array();
+  for (const ChannelStats& c : run.channels) {
+    replicas.push_back({{"channel", c.name},
+                        {"shards_ok", c.shards_ok},
+                        {"failures", c.failures}});
+  }
+  nlohmann::json out{{"model", model},
+                     {"mode", mode},
+                     {"baseline", MaskJson(run.summary.baseline)},
+                     {"masks", masks},
+                     {"run",
+                      {{"shards", run.shards_total},
+                       {"resumed", run.shards_resumed},
+                       {"retries", run.retries},
+                       {"channels", replicas},
+                       {"served_by", run.shards_by_peer}}}};
+  return out.dump(1) + "\n";
+}
+
+}  // namespace client
+}  // namespace bertology

@@ -1,0 +1,137 @@
+// A ShardExecutor for tests: scores every (mask, example) pair with a fixed
+// function of the mask id and the example, so any sharding must merge to the
+// same totals; channels can be made to fail.
+#ifndef BERTOLOGY_CLIENT_SCHEDULER_FAKE_EXECUTOR_TEST_UTIL_H_
+#define BERTOLOGY_CLIENT_SCHEDULER_FAKE_EXECUTOR_TEST_UTIL_H_
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "client/scheduler/shard_executor.h"
+
+namespace bertology {
+namespace client {
+namespace testing {
+
+// Loss values are multiples of 1/8 so sums are exact in any order.
+inline void ScorePair(const std::string& mask_id, const v1::LabeledExample& e,
+                      bool* correct, double* loss) {
+  const size_t h = std::hash<std::string>()(
+      absl::StrCat(mask_id, "|", e.input().text_a(), "|", e.label()));
+  *correct = h % 3 != 0;
+  *loss = static_cast<double>(h % 17) / 8.0;
+}
+
+inline std::string MaskIdOf(const v1::MaskSpec& m) {
+  if (m.has_explicit_mask()) return m.explicit_mask().id();
+  if (m.has_keep_only()) return m.keep_only().id();
+  return "generator";
+}
+
+class FakeExecutor : public ShardExecutor {
+ public:
+  explicit FakeExecutor(int channels) : calls_(channels), dead_(channels) {}
+  int num_channels() const override { return static_cast<int>(dead_.size()); }
+  std::string channel_name(int c) const override {
+    return absl::StrCat("fake-", c);
+  }
+  int backends(int) const override { return 1; }
+
+  void Kill(int channel) {
+    absl::MutexLock lock(&mu_);
+    dead_[channel] = true;
+  }
+  // Every call fails with `status` (after `ok_calls` successful ones).
+  void FailAll(absl::Status status, int ok_calls = 0) {
+    absl::MutexLock lock(&mu_);
+    fail_all_ = status;
+    ok_calls_ = ok_calls;
+  }
+  // Each call takes this long in real time, so every worker gets shards.
+  void SetDelay(absl::Duration d) {
+    absl::MutexLock lock(&mu_);
+    delay_ = d;
+  }
+  int calls(int channel) {
+    absl::MutexLock lock(&mu_);
+    return calls_[channel];
+  }
+  int total_calls() {
+    absl::MutexLock lock(&mu_);
+    int n = 0;
+    for (int c : calls_) n += c;
+    return n;
+  }
+
+  absl::StatusOr<ShardResult> Run(int channel,
+                                  const v1::SweepAblationRequest& request,
+                                  absl::Duration,
+                                  const ShardProgressFn& on_progress) override {
+    absl::Duration delay;
+    {
+      absl::MutexLock lock(&mu_);
+      delay = delay_;
+    }
+    absl::SleepFor(delay);
+    {
+      absl::MutexLock lock(&mu_);
+      calls_[channel]++;
+      if (dead_[channel]) {
+        return absl::UnavailableError(
+            absl::StrCat("fake-", channel, " is dead"));
+      }
+      if (!fail_all_.ok()) {
+        if (ok_calls_ <= 0) return fail_all_;
+        --ok_calls_;
+      }
+    }
+    ShardResult r;
+    r.replica = channel_name(channel);
+    r.baseline.mask_index = -1;
+    r.baseline.mask_id = "baseline";
+    for (const v1::LabeledExample& e : request.examples()) {
+      bool ok;
+      double loss;
+      ScorePair("baseline", e, &ok, &loss);
+      r.baseline.examples++;
+      r.baseline.correct += ok ? 1 : 0;
+      r.baseline.loss_sum += loss;
+    }
+    for (int m = 0; m < request.masks_size(); ++m) {
+      MaskCounts c;
+      c.mask_index = m;
+      c.mask_id = MaskIdOf(request.masks(m));
+      for (const v1::LabeledExample& e : request.examples()) {
+        bool ok;
+        double loss;
+        ScorePair(c.mask_id, e, &ok, &loss);
+        c.examples++;
+        c.correct += ok ? 1 : 0;
+        c.loss_sum += loss;
+      }
+      r.masks.push_back(c);
+    }
+    if (on_progress) on_progress(r.baseline.examples);
+    return r;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<int> calls_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> dead_ ABSL_GUARDED_BY(mu_);
+  absl::Status fail_all_ ABSL_GUARDED_BY(mu_);
+  int ok_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Duration delay_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
+};
+
+}  // namespace testing
+}  // namespace client
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CLIENT_SCHEDULER_FAKE_EXECUTOR_TEST_UTIL_H_

@@ -1,0 +1,40 @@
+// Expands a sweep's mask specs into the flat, ordered list of masks that a
+// single-replica SweepAblation call would score, so the scheduler can cut it
+// into ranges. Generators (every head, every layer, random fractions) become
+// explicit ablate lists with the server's ids; explicit and keep-only specs
+// (one mask each) travel unchanged with their server-default id filled in.
+// Random masks replay the server's generator (server/core/mask_generators.cc:
+// mt19937_64, rejection sampling, partial Fisher-Yates), which that file
+// documents as identical on every standard library.
+#ifndef BERTOLOGY_CLIENT_SCHEDULER_MASK_PLAN_H_
+#define BERTOLOGY_CLIENT_SCHEDULER_MASK_PLAN_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bertology/v1/bertology.pb.h"
+
+namespace bertology {
+namespace client {
+
+struct PlannedMask {
+  std::string id;     // as a single-call sweep names it
+  std::string spec;   // human description; empty: use the server's
+  v1::MaskSpec wire;  // one MaskSpec that expands to exactly this mask
+};
+
+struct MaskPlanOptions {
+  int layers = 0;
+  int heads = 0;
+  v1::AblationMode mode = v1::ABLATION_MODE_ZERO;  // for generated masks
+};
+
+// INVALID_ARGUMENT naming "masks[i]" for a spec the server would refuse.
+absl::StatusOr<std::vector<PlannedMask>> PlanMasks(
+    const std::vector<v1::MaskSpec>& specs, const MaskPlanOptions& options);
+
+}  // namespace client
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CLIENT_SCHEDULER_MASK_PLAN_H_

@@ -1,0 +1,79 @@
+#include "client/scheduler/progress_log.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "client/scheduler/progress_bar.h"
+#include "gtest/gtest.h"
+
+namespace bertology {
+namespace client {
+namespace {
+
+ShardResult Result(int index) {
+  ShardResult r;
+  r.shard = {index, 0, 1, index * 2, index * 2 + 2};
+  r.replica = "ipv4:127.0.0.1:1";
+  r.baseline = {-1, "baseline", "no mask", {}, 2, 1, 0.1};
+  r.masks.push_back({0, "head-L0H1", "ablate", {{0, 1}}, 2, 2, 1.0 / 3.0});
+  return r;
+}
+
+TEST(ProgressLogTest, RoundTripsExactly) {
+  const ShardResult r = Result(1);
+  auto back = ShardResultFromJson(ShardResultToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->shard.Key(), r.shard.Key());
+  EXPECT_EQ(back->masks[0].loss_sum, 1.0 / 3.0);
+  EXPECT_EQ(back->masks[0].ablated, r.masks[0].ablated);
+  EXPECT_EQ(back->baseline.correct, 1);
+}
+
+TEST(ProgressLogTest, ResumesIgnoringATornLastLine) {
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/log-", getpid(), ".jsonl");
+  std::remove(path.c_str());
+  {
+    auto log = ProgressLog::Open(path, "sweep-a");
+    ASSERT_TRUE(log.ok()) << log.status();
+    EXPECT_TRUE((*log)->finished().empty());
+    ASSERT_TRUE((*log)->Append(Result(0)).ok());
+    ASSERT_TRUE((*log)->Append(Result(1)).ok());
+  }
+  {
+    std::ofstream torn(path, std::ios::app);
+    torn << "{\"shard\":\"m0-1:e4";  // the pod died mid-write
+  }
+  {
+    auto log = ProgressLog::Open(path, "sweep-a");
+    ASSERT_TRUE(log.ok()) << log.status();
+    ASSERT_EQ((*log)->finished().size(), 2u);
+    ASSERT_TRUE((*log)->Append(Result(2)).ok());
+  }
+  auto log = ProgressLog::Open(path, "sweep-a");
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ((*log)->finished().size(), 3u);  // the torn line is skipped
+  auto other = ProgressLog::Open(path, "sweep-b");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
+  std::remove(path.c_str());
+}
+
+TEST(ProgressBarTest, ShowsRateAndEta) {
+  SweepProgressSnapshot s;
+  s.pairs_done = 50;
+  s.pairs_total = 200;
+  s.shards_done = 1;
+  s.shards_total = 4;
+  const std::string line = ProgressBar::Line(s, 10.0, 10);
+  EXPECT_NE(line.find("[##........]"), std::string::npos) << line;
+  EXPECT_NE(line.find("25.0%"), std::string::npos) << line;
+  EXPECT_NE(line.find("ETA 0:15"), std::string::npos) << line;
+  EXPECT_NE(line.find("shards 1/4"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace client
+}  // namespace bertology

@@ -1,0 +1,124 @@
+#include "client/scheduler/sweep_merger.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace bertology {
+namespace client {
+namespace {
+
+MergedMask Finalize(const MaskCounts& c, const MaskCounts& base) {
+  MergedMask m;
+  m.counts = c;
+  const double acc = c.examples > 0 ? static_cast<double>(c.correct) /
+                                          static_cast<double>(c.examples)
+                                    : 0.0;
+  const double base_acc = base.examples > 0
+                              ? static_cast<double>(base.correct) /
+                                    static_cast<double>(base.examples)
+                              : 0.0;
+  m.accuracy = acc;
+  m.accuracy_delta = acc - base_acc;
+  m.relative_change_percent =
+      base_acc > 0 ? (acc / base_acc - 1.0) * 100.0 : 0.0;
+  const double mean = c.examples > 0 ? c.loss_sum / c.examples : 0.0;
+  const double base_mean =
+      base.examples > 0 ? base.loss_sum / base.examples : 0.0;
+  m.mean_loss_delta = mean - base_mean;
+  return m;
+}
+
+}  // namespace
+
+SweepMerger::SweepMerger(const std::vector<PlannedMask>& masks,
+                         int num_examples)
+    : masks_(masks), num_examples_(num_examples) {}
+
+absl::Status SweepMerger::Add(const ShardResult& r) {
+  const Shard& s = r.shard;
+  const std::string key = s.Key();
+  if (added_.count(key) > 0) {
+    return absl::AlreadyExistsError(absl::StrCat("shard ", key, " merged"));
+  }
+  if (s.mask_begin < 0 || s.mask_end > static_cast<int>(masks_.size()) ||
+      s.mask_begin >= s.mask_end || s.example_begin < 0 ||
+      s.example_end > num_examples_ || s.example_begin >= s.example_end) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard ", key, " is outside the sweep"));
+  }
+  if (r.baseline.examples != s.num_examples()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard ", key, ": baseline over ", r.baseline.examples,
+                     " examples, expected ", s.num_examples()));
+  }
+  std::vector<bool> seen(s.num_masks(), false);
+  for (const MaskCounts& c : r.masks) {
+    const int i = c.mask_index - s.mask_begin;
+    if (i < 0 || i >= s.num_masks() || seen[i] ||
+        c.examples != s.num_examples()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shard ", key, ": unexpected result for mask ",
+                       c.mask_index, " over ", c.examples, " examples"));
+    }
+    seen[i] = true;
+  }
+  if (static_cast<int>(r.masks.size()) != s.num_masks()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard ", key, ": ", r.masks.size(), " results for ",
+                     s.num_masks(), " masks"));
+  }
+  const Chunk chunk{s.example_begin, s.example_end};
+  // Every shard of a chunk scores the same baseline; keep the first.
+  baseline_.emplace(chunk, r.baseline);
+  auto& slots = counts_[chunk];
+  if (slots.empty()) slots.resize(masks_.size());
+  for (const MaskCounts& c : r.masks) slots[c.mask_index] = c;
+  added_[key] = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SweepSummary> SweepMerger::Finish() const {
+  MaskCounts base;
+  base.mask_id = "baseline";
+  base.spec = "no mask";
+  int covered = 0;
+  for (const auto& [chunk, b] : baseline_) {
+    if (chunk.first != covered) break;  // chunks must tile [0, n)
+    base.examples += b.examples;
+    base.correct += b.correct;
+    base.loss_sum += b.loss_sum;
+    covered = chunk.second;
+  }
+  if (covered != num_examples_ || baseline_.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the baseline covers ", covered, " of ", num_examples_, " examples"));
+  }
+  SweepSummary summary;
+  summary.baseline = Finalize(base, base);
+  for (int i = 0; i < static_cast<int>(masks_.size()); ++i) {
+    MaskCounts m;
+    m.mask_index = i;
+    m.mask_id = masks_[i].id;
+    m.spec = masks_[i].spec;
+    for (const auto& [chunk, slots] : counts_) {
+      if (!slots[i].has_value()) continue;
+      const MaskCounts& c = *slots[i];
+      if (m.spec.empty()) m.spec = c.spec;
+      if (m.ablated.empty()) m.ablated = c.ablated;
+      m.examples += c.examples;
+      m.correct += c.correct;
+      m.loss_sum += c.loss_sum;
+    }
+    if (m.examples != num_examples_) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("mask ", m.mask_id, " has results for ", m.examples,
+                       " of ", num_examples_, " examples"));
+    }
+    summary.masks.push_back(Finalize(m, base));
+  }
+  return summary;
+}
+
+}  // namespace client
+}  // namespace bertology

@@ -1,0 +1,118 @@
+#include "client/scheduler/sweep_merger.h"
+
+#include "client/scheduler/fake_executor_test_util.h"
+#include "gtest/gtest.h"
+
+namespace bertology {
+namespace client {
+namespace {
+
+std::vector<PlannedMask> Masks(int n) {
+  std::vector<PlannedMask> masks(n);
+  for (int i = 0; i < n; ++i) {
+    masks[i].id = absl::StrCat("m", i);
+    masks[i].wire.mutable_explicit_mask()->set_id(masks[i].id);
+  }
+  return masks;
+}
+
+std::vector<v1::LabeledExample> Examples(int n) {
+  std::vector<v1::LabeledExample> out(n);
+  for (int i = 0; i < n; ++i) {
+    out[i].mutable_input()->set_text_a(absl::StrCat("text ", i));
+    out[i].set_label(i % 3);
+  }
+  return out;
+}
+
+// Runs every shard through the fake executor and merges.
+SweepSummary MergeWith(const std::vector<PlannedMask>& masks,
+                       const std::vector<v1::LabeledExample>& examples,
+                       ShardingOptions sharding, bool reverse) {
+  testing::FakeExecutor exec(1);
+  SweepMerger merger(masks, static_cast<int>(examples.size()));
+  std::vector<Shard> shards =
+      PlanShards(static_cast<int>(masks.size()),
+                 static_cast<int>(examples.size()), sharding);
+  if (reverse) std::reverse(shards.begin(), shards.end());
+  for (const Shard& s : shards) {
+    v1::SweepAblationRequest req;
+    for (int e = s.example_begin; e < s.example_end; ++e) {
+      *req.add_examples() = examples[e];
+    }
+    for (int m = s.mask_begin; m < s.mask_end; ++m) {
+      *req.add_masks() = masks[m].wire;
+    }
+    auto r = exec.Run(0, req, absl::Seconds(1), {});
+    EXPECT_TRUE(r.ok());
+    r->shard = s;
+    for (MaskCounts& c : r->masks) c.mask_index += s.mask_begin;
+    EXPECT_TRUE(merger.Add(*r).ok());
+  }
+  auto summary = merger.Finish();
+  EXPECT_TRUE(summary.ok()) << summary.status();
+  return *summary;
+}
+
+void ExpectSame(const SweepSummary& a, const SweepSummary& b) {
+  ASSERT_EQ(a.masks.size(), b.masks.size());
+  EXPECT_EQ(a.baseline.counts.correct, b.baseline.counts.correct);
+  EXPECT_EQ(a.baseline.counts.loss_sum, b.baseline.counts.loss_sum);
+  for (size_t i = 0; i < a.masks.size(); ++i) {
+    EXPECT_EQ(a.masks[i].counts.mask_id, b.masks[i].counts.mask_id);
+    EXPECT_EQ(a.masks[i].counts.examples, b.masks[i].counts.examples);
+    EXPECT_EQ(a.masks[i].counts.correct, b.masks[i].counts.correct);
+    EXPECT_EQ(a.masks[i].counts.loss_sum, b.masks[i].counts.loss_sum);
+    EXPECT_EQ(a.masks[i].accuracy, b.masks[i].accuracy);
+    EXPECT_EQ(a.masks[i].relative_change_percent,
+              b.masks[i].relative_change_percent);
+  }
+}
+
+TEST(PlanShardsTest, TilesMasksAndExamples) {
+  const auto shards = PlanShards(10, 7, {4, 3});
+  ASSERT_EQ(shards.size(), 9u);  // 3 mask ranges x 3 example chunks
+  int64_t pairs = 0;
+  for (const Shard& s : shards) pairs += s.num_masks() * s.num_examples();
+  EXPECT_EQ(pairs, 70);
+  EXPECT_EQ(shards.back().Key(), "m8-10:e6-7");
+}
+
+TEST(SweepMergerTest, AnyShardingMergesToTheSingleRun) {
+  const auto masks = Masks(13);
+  const auto examples = Examples(29);
+  const SweepSummary single = MergeWith(masks, examples, {13, 29}, false);
+  ExpectSame(single, MergeWith(masks, examples, {1, 1}, true));
+  ExpectSame(single, MergeWith(masks, examples, {4, 10}, false));
+  ExpectSame(single, MergeWith(masks, examples, {5, 7}, true));
+  // Accuracy and deltas follow from the counts.
+  const MergedMask& m = single.masks[3];
+  EXPECT_DOUBLE_EQ(m.accuracy, static_cast<double>(m.counts.correct) / 29);
+  EXPECT_DOUBLE_EQ(m.accuracy_delta, m.accuracy - single.baseline.accuracy);
+  EXPECT_EQ(single.baseline.counts.examples, 29);
+}
+
+TEST(SweepMergerTest, RefusesDuplicatesAndReportsGaps) {
+  const auto masks = Masks(2);
+  SweepMerger merger(masks, 4);
+  ShardResult r;
+  r.shard = {0, 0, 2, 0, 2};
+  r.baseline.examples = 2;
+  r.masks.resize(2);
+  for (int i = 0; i < 2; ++i) {
+    r.masks[i].mask_index = i;
+    r.masks[i].examples = 2;
+  }
+  ASSERT_TRUE(merger.Add(r).ok());
+  EXPECT_EQ(merger.Add(r).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(merger.Finish().status().code(),
+            absl::StatusCode::kFailedPrecondition);  // examples 2-4 missing
+  ShardResult bad = r;
+  bad.shard = {1, 0, 2, 2, 4};
+  bad.masks.pop_back();
+  EXPECT_EQ(merger.Add(bad).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace client
+}  // namespace bertology

@@ -1,0 +1,103 @@
+// Runs one sweep as many SweepAblation calls over the replicas and merges
+// them into the result a single-replica call would give.
+//
+// Promises:
+//  - at most max_inflight x backends(channel) shards in flight per channel,
+//    each with a deadline of shard_timeout;
+//  - a shard that fails with a retryable code (UNAVAILABLE, DEADLINE_EXCEEDED,
+//    RESOURCE_EXHAUSTED, ABORTED, CANCELLED, INTERNAL, UNKNOWN, or an
+//    incomplete stream) is retried after backoff, preferably on another
+//    channel; a channel that fails is rested with growing backoff, so a dead
+//    replica costs time, not results;
+//  - the run fails only when a shard has failed max_attempts times (every
+//    replica down, or the error is not the replica's fault), or at once on
+//    a request error (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, ...),
+//    with a message naming the shard, the attempts and the last errors;
+//  - with a progress file, finished shards are appended as they finish and
+//    skipped when the same sweep runs again.
+#ifndef BERTOLOGY_CLIENT_SCHEDULER_SWEEP_SCHEDULER_H_
+#define BERTOLOGY_CLIENT_SCHEDULER_SWEEP_SCHEDULER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "bertology/v1/bertology.pb.h"
+#include "client/scheduler/clock.h"
+#include "client/scheduler/mask_plan.h"
+#include "client/scheduler/shard.h"
+#include "client/scheduler/shard_executor.h"
+#include "client/scheduler/sweep_merger.h"
+
+namespace bertology {
+namespace client {
+
+struct SweepJob {
+  std::string model;  // empty: the server's default model
+  v1::AblationMode mode = v1::ABLATION_MODE_ZERO;
+  int max_batch_rows = 0;  // SweepOptions.max_batch_rows; 0: server default
+  std::vector<v1::LabeledExample> examples;
+  std::vector<PlannedMask> masks;
+};
+
+struct SchedulerOptions {
+  ShardingOptions sharding;
+  int max_inflight = 2;  // per channel and per replica behind it
+  absl::Duration shard_timeout = absl::Minutes(10);
+  int max_attempts = 6;  // per shard, the first included
+  absl::Duration initial_backoff = absl::Milliseconds(200);
+  absl::Duration max_backoff = absl::Seconds(10);
+  double backoff_multiplier = 2.0;
+  std::string progress_file;  // empty: none
+  Clock* clock = nullptr;     // nullptr: Clock::Real()
+};
+
+struct SweepProgressSnapshot {
+  int64_t pairs_done = 0;  // resumed shards and partial in-flight shards
+  int64_t pairs_total = 0;
+  int shards_done = 0;
+  int shards_total = 0;
+  int shards_resumed = 0;
+  int retries = 0;
+  int inflight = 0;
+};
+// Called from worker threads, one call at a time.
+using SweepProgressFn = std::function<void(const SweepProgressSnapshot&)>;
+
+struct ChannelStats {
+  std::string name;
+  int shards_ok = 0;
+  int failures = 0;
+  std::string last_error;
+};
+
+struct SweepRun {
+  SweepSummary summary;
+  std::vector<ChannelStats> channels;
+  std::map<std::string, int> shards_by_peer;  // who served (this run)
+  int shards_total = 0;
+  int shards_resumed = 0;
+  int retries = 0;
+};
+
+// Identifies a sweep (model, mode, examples, masks, sharding) for progress
+// files; stable across runs of the same binary.
+std::string SweepFingerprint(const SweepJob& job,
+                             const ShardingOptions& sharding);
+
+// Delay before attempt `failures` + 1 after `failures` failures (>= 1).
+absl::Duration Backoff(const SchedulerOptions& options, int failures);
+
+// Blocks until the sweep is merged or has failed.
+absl::StatusOr<SweepRun> RunSweep(const SweepJob& job, ShardExecutor* executor,
+                                  const SchedulerOptions& options,
+                                  const SweepProgressFn& on_progress = {});
+
+}  // namespace client
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CLIENT_SCHEDULER_SWEEP_SCHEDULER_H_

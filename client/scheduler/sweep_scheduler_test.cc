@@ -1,0 +1,147 @@
+#include "client/scheduler/sweep_scheduler.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "client/scheduler/fake_executor_test_util.h"
+#include "gtest/gtest.h"
+
+namespace bertology {
+namespace client {
+namespace {
+
+SweepJob Job(int masks, int examples) {
+  SweepJob job;
+  for (int i = 0; i < masks; ++i) {
+    PlannedMask m;
+    m.id = absl::StrCat("m", i);
+    m.wire.mutable_explicit_mask()->set_id(m.id);
+    job.masks.push_back(m);
+  }
+  for (int i = 0; i < examples; ++i) {
+    v1::LabeledExample e;
+    e.mutable_input()->set_text_a(absl::StrCat("example ", i));
+    e.set_label(i % 2);
+    job.examples.push_back(e);
+  }
+  return job;
+}
+
+SchedulerOptions Options(FakeClock* clock, int masks_per_shard,
+                         int examples_per_shard) {
+  SchedulerOptions o;
+  o.sharding = {masks_per_shard, examples_per_shard};
+  o.clock = clock;
+  o.max_inflight = 2;
+  return o;
+}
+
+void ExpectSame(const SweepSummary& a, const SweepSummary& b) {
+  ASSERT_EQ(a.masks.size(), b.masks.size());
+  EXPECT_EQ(a.baseline.counts.correct, b.baseline.counts.correct);
+  for (size_t i = 0; i < a.masks.size(); ++i) {
+    EXPECT_EQ(a.masks[i].counts.mask_id, b.masks[i].counts.mask_id);
+    EXPECT_EQ(a.masks[i].counts.correct, b.masks[i].counts.correct);
+    EXPECT_EQ(a.masks[i].counts.loss_sum, b.masks[i].counts.loss_sum);
+    EXPECT_EQ(a.masks[i].accuracy, b.masks[i].accuracy);
+  }
+}
+
+SweepSummary SingleRun(const SweepJob& job) {
+  FakeClock clock;
+  testing::FakeExecutor exec(1);
+  auto run = RunSweep(job, &exec,
+                      Options(&clock, static_cast<int>(job.masks.size()),
+                              static_cast<int>(job.examples.size())));
+  EXPECT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(exec.total_calls(), 1);
+  return run->summary;
+}
+
+TEST(SweepSchedulerTest, SurvivesADeadReplicaWithExactResults) {
+  const SweepJob job = Job(20, 30);
+  FakeClock clock;
+  testing::FakeExecutor exec(3);
+  exec.Kill(1);
+  exec.SetDelay(absl::Milliseconds(2));
+  int updates = 0;
+  auto run = RunSweep(job, &exec, Options(&clock, 3, 7),
+                      [&](const SweepProgressSnapshot&) { ++updates; });
+  ASSERT_TRUE(run.ok()) << run.status();
+  ExpectSame(run->summary, SingleRun(job));
+  EXPECT_EQ(run->shards_total, 7 * 5);
+  EXPECT_EQ(run->channels[1].shards_ok, 0);
+  EXPECT_GT(run->channels[1].failures, 0);
+  EXPECT_GT(run->channels[0].shards_ok + run->channels[2].shards_ok, 0);
+  EXPECT_GT(run->retries, 0);
+  EXPECT_GT(updates, 0);
+  EXPECT_GT(clock.total_slept(), absl::ZeroDuration());  // backoff happened
+}
+
+TEST(SweepSchedulerTest, FailsClearlyWhenNoReplicaAnswers) {
+  FakeClock clock;
+  testing::FakeExecutor exec(2);
+  exec.Kill(0);
+  exec.Kill(1);
+  SchedulerOptions o = Options(&clock, 4, 4);
+  o.max_attempts = 3;
+  auto run = RunSweep(Job(8, 8), &exec, o);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(run.status().message().find("no replica answered"),
+            std::string::npos)
+      << run.status();
+  EXPECT_NE(run.status().message().find("attempt 3 on fake-"),
+            std::string::npos)
+      << run.status();
+}
+
+TEST(SweepSchedulerTest, DoesNotRetryARequestError) {
+  FakeClock clock;
+  testing::FakeExecutor exec(2);
+  exec.FailAll(absl::InvalidArgumentError("examples[0].label=7 is outside"));
+  auto run = RunSweep(Job(8, 8), &exec, Options(&clock, 8, 8));
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(exec.total_calls(), 1);
+}
+
+TEST(SweepSchedulerTest, ResumesFromTheProgressFile) {
+  const SweepJob job = Job(12, 10);
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/progress-", getpid(), ".jsonl");
+  std::remove(path.c_str());
+  FakeClock clock;
+  SchedulerOptions o = Options(&clock, 3, 5);  // 8 shards
+  o.progress_file = path;
+  o.max_attempts = 2;
+  {
+    testing::FakeExecutor exec(1);
+    exec.FailAll(absl::UnavailableError("gone"), /*ok_calls=*/3);
+    ASSERT_FALSE(RunSweep(job, &exec, o).ok());
+  }
+  testing::FakeExecutor exec(2);
+  auto run = RunSweep(job, &exec, o);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->shards_resumed, 3);
+  EXPECT_EQ(exec.total_calls(), 8 - 3);
+  ExpectSame(run->summary, SingleRun(job));
+  // A different sweep refuses the file.
+  auto other = RunSweep(Job(11, 10), &exec, o);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
+  std::remove(path.c_str());
+}
+
+TEST(SweepSchedulerTest, BackoffGrowsToTheCap) {
+  SchedulerOptions o;
+  o.initial_backoff = absl::Milliseconds(100);
+  o.max_backoff = absl::Milliseconds(500);
+  EXPECT_EQ(Backoff(o, 1), absl::Milliseconds(100));
+  EXPECT_EQ(Backoff(o, 2), absl::Milliseconds(200));
+  EXPECT_EQ(Backoff(o, 10), absl::Milliseconds(500));
+}
+
+}  // namespace
+}  // namespace client
+}  // namespace bertology

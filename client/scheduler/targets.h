@@ -1,0 +1,41 @@
+// How the scheduler reaches the replicas, from one --target string:
+//   "ipv4:10.0.0.1:50051,10.0.0.2:50051" or "h1:50051,h2:50051"
+//       a list of replicas: one channel each (kPerReplica: bounded in-flight
+//       shards and failure accounting per replica, retries go to another
+//       one), or with `round_robin` one channel over the list with gRPC's
+//       round_robin policy;
+//   "dns:///bertology-headless:50051"
+//       one channel, round_robin over the addresses DNS returns (a Kubernetes
+//       headless service);
+//   "host:port"
+//       one channel to one server or to an L7 load balancer.
+#ifndef BERTOLOGY_CLIENT_SCHEDULER_TARGETS_H_
+#define BERTOLOGY_CLIENT_SCHEDULER_TARGETS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace bertology {
+namespace client {
+
+struct ChannelTarget {
+  std::string uri;        // what grpc::CreateCustomChannel gets
+  std::string lb_policy;  // "" (pick_first) or "round_robin"
+  int backends = 1;       // addresses behind it, when known (else 1)
+};
+
+struct TargetOptions {
+  // A list becomes one round_robin channel instead of one channel each.
+  bool round_robin_list = false;
+};
+
+// INVALID_ARGUMENT for an empty target or an empty list entry.
+absl::StatusOr<std::vector<ChannelTarget>> ParseTargets(
+    const std::string& target, const TargetOptions& options = {});
+
+}  // namespace client
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CLIENT_SCHEDULER_TARGETS_H_
