@@ -1,0 +1,105 @@
+#include "server/service/attention_view.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace bertology {
+
+std::vector<WordSpan> WordSpans(const Encoding& encoding) {
+  std::vector<WordSpan> words;
+  int previous_word = -2;
+  for (int i = 0; i < static_cast<int>(encoding.tokens.size()); ++i) {
+    const Token& token = encoding.tokens[i];
+    const bool joins = !token.special && token.word_index >= 0 &&
+                       token.word_index == previous_word;
+    if (joins) {
+      ++words.back().num_tokens;
+    } else {
+      words.push_back(WordSpan{i, 1});
+    }
+    previous_word = token.special ? -2 : token.word_index;
+  }
+  return words;
+}
+
+std::vector<float> WordLevelMap(const std::vector<float>& a, int t,
+                                const std::vector<WordSpan>& words) {
+  const int w = static_cast<int>(words.size());
+  // To-word sums: [T x W].
+  std::vector<double> to(static_cast<size_t>(t) * w, 0.0);
+  for (int i = 0; i < t; ++i) {
+    for (int v = 0; v < w; ++v) {
+      double sum = 0;
+      for (int k = 0; k < words[v].num_tokens; ++k) {
+        sum += a[static_cast<size_t>(i) * t + words[v].first_token + k];
+      }
+      to[static_cast<size_t>(i) * w + v] = sum;
+    }
+  }
+  // From-word means: [W x W].
+  std::vector<float> out(static_cast<size_t>(w) * w, 0.0f);
+  for (int u = 0; u < w; ++u) {
+    for (int v = 0; v < w; ++v) {
+      double sum = 0;
+      for (int k = 0; k < words[u].num_tokens; ++k) {
+        sum += to[static_cast<size_t>(words[u].first_token + k) * w + v];
+      }
+      out[static_cast<size_t>(u) * w + v] =
+          static_cast<float>(sum / words[u].num_tokens);
+    }
+  }
+  return out;
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof(x));
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7FFFFFFFu;
+  if (abs >= 0x7F800000u) {  // inf or NaN
+    return sign | 0x7C00u | (abs > 0x7F800000u ? 0x200u : 0u);
+  }
+  if (abs >= 0x477FF000u) return sign | 0x7C00u;  // rounds past 65504: inf
+  const int exponent = static_cast<int>(abs >> 23) - 127;
+  if (exponent >= -14) {  // normal half
+    uint32_t mantissa = abs & 0x7FFFFFu;
+    uint32_t half =
+        (static_cast<uint32_t>(exponent + 15) << 10) | (mantissa >> 13);
+    const uint32_t rest = mantissa & 0x1FFFu;
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
+    return sign | static_cast<uint16_t>(half);
+  }
+  if (exponent < -25) return sign;  // below half the smallest subnormal
+  // Subnormal half: value = m * 2^-24 with m < 1024.
+  const uint32_t mantissa = (abs & 0x7FFFFFu) | 0x800000u;  // implicit 1
+  const int shift = -exponent - 14 + 13;                    // 14..24
+  uint32_t half = mantissa >> shift;
+  const uint32_t rest = mantissa & ((1u << shift) - 1);
+  const uint32_t halfway = 1u << (shift - 1);
+  if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
+  return sign | static_cast<uint16_t>(half);
+}
+
+std::string EncodeFloat32(const std::vector<float>& values) {
+  std::string out(values.size() * 4, '\0');
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &values[i], 4);
+    for (int k = 0; k < 4; ++k)
+      out[i * 4 + k] = static_cast<char>(bits >> (8 * k));
+  }
+  return out;
+}
+
+std::string EncodeFloat16(const std::vector<float>& values) {
+  std::string out(values.size() * 2, '\0');
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t bits = FloatToHalf(values[i]);
+    out[i * 2] = static_cast<char>(bits & 0xFF);
+    out[i * 2 + 1] = static_cast<char>(bits >> 8);
+  }
+  return out;
+}
+
+}  // namespace bertology

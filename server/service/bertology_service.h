@@ -1,0 +1,41 @@
+// The gRPC face of the handlers: the generated bertology.v1.Bertology
+// service, one method per RPC. Each method counts itself in the metrics,
+// catches any exception (a handler bug must not take the server down) and
+// converts the handler's absl::Status through ToGrpcStatus().
+//
+// Thread-safe: the sync server calls it from many threads at once.
+#ifndef BERTOLOGY_SERVICE_BERTOLOGY_SERVICE_H_
+#define BERTOLOGY_SERVICE_BERTOLOGY_SERVICE_H_
+
+#include "bertology/v1/bertology.grpc.pb.h"
+#include "server/service/handlers.h"
+
+namespace bertology {
+
+class BertologyService final : public v1::Bertology::Service {
+ public:
+  explicit BertologyService(HandlerContext ctx) : ctx_(ctx) {}
+
+  grpc::Status GetModelInfo(grpc::ServerContext* context,
+                            const v1::GetModelInfoRequest* request,
+                            v1::GetModelInfoResponse* response) override;
+  grpc::Status Tokenize(grpc::ServerContext* context,
+                        const v1::TokenizeRequest* request,
+                        v1::TokenizeResponse* response) override;
+  grpc::Status Classify(grpc::ServerContext* context,
+                        const v1::ClassifyRequest* request,
+                        v1::ClassifyResponse* response) override;
+  grpc::Status GetAttention(grpc::ServerContext* context,
+                            const v1::GetAttentionRequest* request,
+                            v1::GetAttentionResponse* response) override;
+  grpc::Status SweepAblation(
+      grpc::ServerContext* context, const v1::SweepAblationRequest* request,
+      grpc::ServerWriter<v1::SweepAblationResponse>* writer) override;
+
+ private:
+  HandlerContext ctx_;
+};
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_SERVICE_BERTOLOGY_SERVICE_H_

@@ -1,0 +1,55 @@
+// The RPC handlers: one function per RPC, each in its own .cc, working in
+// absl::Status. bertology_service.cc wraps them with metrics, exception
+// catching and the one conversion to grpc::Status.
+#ifndef BERTOLOGY_SERVICE_HANDLERS_H_
+#define BERTOLOGY_SERVICE_HANDLERS_H_
+
+#include <functional>
+
+#include "absl/status/status.h"
+#include "bertology/v1/bertology.pb.h"
+#include "server/service/service_limits.h"
+
+namespace bertology {
+
+class ModelRegistry;
+class ServiceMetrics;
+
+// What every handler may use; all pointers outlive the server.
+struct HandlerContext {
+  const ModelRegistry* models = nullptr;
+  const ServiceLimits* limits = nullptr;
+  ServiceMetrics* metrics = nullptr;
+};
+
+absl::Status HandleGetModelInfo(const HandlerContext& ctx,
+                                const v1::GetModelInfoRequest& request,
+                                v1::GetModelInfoResponse* response);
+
+absl::Status HandleTokenize(const HandlerContext& ctx,
+                            const v1::TokenizeRequest& request,
+                            v1::TokenizeResponse* response);
+
+// Waits for the batcher to score the inputs.
+absl::Status HandleClassify(const HandlerContext& ctx,
+                            const v1::ClassifyRequest& request,
+                            v1::ClassifyResponse* response);
+
+absl::Status HandleGetAttention(const HandlerContext& ctx,
+                                const v1::GetAttentionRequest& request,
+                                v1::GetAttentionResponse* response);
+
+// The transport side of a server stream, as functions so the handler knows
+// no gRPC. `write` sends one event (false: the client is gone);
+// `is_cancelled` is polled between forward passes (client cancel, deadline).
+struct SweepStream {
+  std::function<bool(const v1::SweepAblationResponse&)> write;
+  std::function<bool()> is_cancelled;
+};
+absl::Status HandleSweepAblation(const HandlerContext& ctx,
+                                 const v1::SweepAblationRequest& request,
+                                 const SweepStream& stream);
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_SERVICE_HANDLERS_H_

@@ -1,0 +1,174 @@
+#include "server/service/model_registry.h"
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <exception>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/core/head_mask.h"
+#include "server/core/model.h"
+#include "server/core/status_macros.h"
+#include "server/service/batcher.h"
+
+namespace bertology {
+namespace {
+
+// A [CLS] [UNK]... [SEP] input of `length` tokens.
+Encoding WarmupEncoding(const Model& model, int length) {
+  const Vocab& vocab = model.tokenizer().vocab();
+  Encoding encoding;
+  for (int i = 0; i < length; ++i) {
+    Token token;
+    token.special = (i == 0 || i == length - 1);
+    token.id = i == 0 ? vocab.cls_id()
+                      : (i == length - 1 ? vocab.sep_id() : vocab.unk_id());
+    token.text = vocab.Token(token.id);
+    token.word_index = token.special ? -1 : i - 1;
+    encoding.tokens.push_back(std::move(token));
+  }
+  encoding.num_words = length - 2;
+  return encoding;
+}
+
+absl::Status WarmUp(const Model& model, int passes, int batch_size) {
+  if (passes <= 0) return absl::OkStatus();
+  const Encoding encoding = WarmupEncoding(model, model.max_seq_len());
+  std::vector<const Encoding*> rows(std::max(1, batch_size), &encoding);
+  ASSIGN_OR_RETURN(ModelInput input, model.MakeBatch(rows));
+  // Alternate unmasked and masked passes so both code paths are warm.
+  const BertConfig& c = model.config();
+  ASSIGN_OR_RETURN(HeadMask masked,
+                   HeadMask::Ablate(c.num_hidden_layers, c.num_attention_heads,
+                                    {LayerHead{0, 0}}, AblationMode::kUniform));
+  std::vector<const HeadMask*> masks(rows.size(), &masked);
+  for (int i = 0; i < passes; ++i) {
+    ForwardOptions options;
+    options.compute_logits = model.has_classifier();
+    if (i % 2 == 1) Model::FillMaskTensors(masks, &options);
+    RETURN_IF_ERROR(model.Forward(input, options).status());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ServedModel::ServedModel() = default;
+ServedModel::~ServedModel() = default;
+
+ModelRegistry::~ModelRegistry() { Shutdown(); }
+
+absl::Status ModelRegistry::Load(const ModelLoadOptions& options) {
+  const std::string what =
+      absl::StrCat("model ", options.name, " (", options.dir, ")");
+  for (const auto& served : models_) {
+    if (served->name == options.name) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--model: the name ", options.name, " is used twice"));
+    }
+  }
+  if (absl::StartsWith(options.device, "cuda") &&
+      !torch::cuda::is_available()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device=", options.device,
+        ": CUDA is not available (this libtorch build or machine has no "
+        "usable GPU); use --device=cpu"));
+  }
+  ModelOptions model_options;
+  model_options.dir = options.dir;
+  model_options.device = options.device;
+  model_options.max_seq_len = options.max_seq_len;
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(model_options);
+  if (!model.ok()) {
+    return absl::Status(model.status().code(),
+                        absl::StrCat(what, ": ", model.status().message()));
+  }
+  auto served = std::make_unique<ServedModel>();
+  served->name = options.name;
+  served->model = std::move(model).value();
+  absl::Status warm =
+      WarmUp(*served->model, options.warmup_passes, options.max_batch_size);
+  if (!warm.ok()) {
+    return absl::Status(warm.code(),
+                        absl::StrCat(what, ": warm-up: ", warm.message()));
+  }
+  Batcher::Options batcher_options;
+  batcher_options.max_batch_size = options.max_batch_size;
+  batcher_options.max_queue_delay = options.max_queue_delay;
+  batcher_options.max_queued_rows = options.max_queued_rows;
+  batcher_options.num_workers = options.batch_workers;
+  batcher_options.stats.on_batch = options.on_batch;
+  absl::StatusOr<std::unique_ptr<Batcher>> batcher =
+      Batcher::Create(served->model.get(), batcher_options);
+  if (!batcher.ok()) {
+    return absl::Status(
+        batcher.status().code(),
+        absl::StrCat(what, ": batcher: ", batcher.status().message()));
+  }
+  served->batcher = std::move(batcher).value();
+  models_.push_back(std::move(served));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const ServedModel*> ModelRegistry::Find(
+    const std::string& name) const {
+  if (!ready()) {
+    return absl::UnavailableError(
+        "the server is loading its models; retry when health is SERVING");
+  }
+  if (name.empty()) return models_.front().get();
+  std::vector<std::string> names;
+  for (const auto& served : models_) {
+    if (served->name == name) return served.get();
+    names.push_back(served->name);
+  }
+  return absl::NotFoundError(
+      absl::StrCat("model=\"", name,
+                   "\" is not loaded; loaded: ", absl::StrJoin(names, ", ")));
+}
+
+std::vector<const ServedModel*> ModelRegistry::All() const {
+  std::vector<const ServedModel*> out;
+  if (!ready()) return out;
+  for (const auto& served : models_) out.push_back(served.get());
+  return out;
+}
+
+std::vector<ModelSummary> ModelRegistry::Summaries() const {
+  std::vector<ModelSummary> out;
+  for (const ServedModel* served : All()) {
+    const BertConfig& c = served->model->config();
+    out.push_back(ModelSummary{served->name, served->model->device(),
+                               served->model->dtype(), c.num_hidden_layers,
+                               c.num_attention_heads});
+  }
+  return out;
+}
+
+void ModelRegistry::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  for (const auto& served : models_) {
+    if (served->batcher) served->batcher->Shutdown();
+  }
+}
+
+void SetComputeThreads(int threads) {
+  if (threads <= 0) return;
+  at::set_num_threads(threads);
+  try {
+    at::set_num_interop_threads(threads);
+  } catch (const std::exception&) {
+    // Already set (it can be set once per process); keep the first value.
+  }
+}
+
+}  // namespace bertology

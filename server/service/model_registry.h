@@ -1,0 +1,92 @@
+// The models a server serves, by name, each with its own Classify batcher.
+//
+// Filled once at start-up (Load, then MarkReady); read-only afterwards, so
+// Find() may be called from any thread. Before MarkReady() every Find() is
+// UNAVAILABLE: the server answers health checks while models load.
+#ifndef BERTOLOGY_SERVICE_MODEL_REGISTRY_H_
+#define BERTOLOGY_SERVICE_MODEL_REGISTRY_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace bertology {
+
+class Model;
+class Batcher;
+
+struct ServedModel {
+  ServedModel();
+  ~ServedModel();
+  std::string name;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Batcher> batcher;  // joins concurrent Classify rows
+};
+
+struct ModelLoadOptions {
+  std::string name;
+  std::string dir;
+  std::string device = "cpu";
+  int max_seq_len = 0;  // 0: the model's own maximum
+  // Batcher knobs (see server/service/batcher.h).
+  int max_batch_size = 32;
+  absl::Duration max_queue_delay = absl::Microseconds(2000);
+  int max_queued_rows = 4096;
+  int batch_workers = 1;
+  // Full-size forward passes run before the model is marked ready, so the
+  // first real request does not pay for allocation and kernel set-up.
+  int warmup_passes = 3;
+  // Called once per batched Classify forward pass with its row count and
+  // each row's queue wait (for metrics). May be empty.
+  std::function<void(int rows, const std::vector<absl::Duration>& waits)>
+      on_batch;
+};
+
+// What the metrics and logs say about a loaded model.
+struct ModelSummary {
+  std::string name, device, dtype;
+  int layers = 0, heads = 0;
+};
+
+class ModelRegistry {
+ public:
+  ModelRegistry() = default;
+  ~ModelRegistry();
+
+  // Loads, wraps in a batcher and warms up one model. Errors name the model
+  // and its directory. The first model loaded is the default. Not
+  // thread-safe; call before MarkReady().
+  absl::Status Load(const ModelLoadOptions& options);
+  void MarkReady() { ready_.store(true, std::memory_order_release); }
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
+
+  // "" is the default model. UNAVAILABLE before MarkReady(); NOT_FOUND
+  // (listing the loaded names) for an unknown name.
+  absl::StatusOr<const ServedModel*> Find(const std::string& name) const;
+  // Loaded models, default first (empty before MarkReady()).
+  std::vector<const ServedModel*> All() const;
+  std::vector<ModelSummary> Summaries() const;
+
+  // Stops every batcher (finishing queued work). Idempotent; not
+  // thread-safe.
+  void Shutdown();
+
+ private:
+  std::vector<std::unique_ptr<ServedModel>> models_;
+  std::atomic<bool> ready_{false};
+  bool shut_down_ = false;
+};
+
+// Sets libtorch's intra-op (and, once per process, inter-op) thread counts.
+// threads <= 0 keeps libtorch's defaults.
+void SetComputeThreads(int threads);
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_SERVICE_MODEL_REGISTRY_H_

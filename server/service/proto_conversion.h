@@ -1,0 +1,27 @@
+// Core values into response messages (no libtorch, no gRPC).
+#ifndef BERTOLOGY_SERVICE_PROTO_CONVERSION_H_
+#define BERTOLOGY_SERVICE_PROTO_CONVERSION_H_
+
+#include <string>
+#include <vector>
+
+#include "bertology/v1/bertology.pb.h"
+#include "server/core/head_mask.h"
+#include "server/core/tokenizer.h"
+
+namespace bertology {
+
+void FillToken(const Token& token, v1::Token* out);
+
+// Logits, softmax probabilities, argmax label and its name (empty when the
+// model names no labels), plus the input's length and truncation flag.
+void FillPrediction(const std::vector<float>& logits,
+                    const std::vector<std::string>& label_names,
+                    const Encoding& encoding, v1::Prediction* out);
+
+void FillLayerHeads(const std::vector<LayerHead>& heads,
+                    google::protobuf::RepeatedPtrField<v1::LayerHead>* out);
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_SERVICE_PROTO_CONVERSION_H_

@@ -1,0 +1,212 @@
+#include "server/service/request_validation.h"
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "server/core/status_macros.h"
+
+namespace bertology {
+
+absl::StatusOr<AblationMode> ParseAblationMode(v1::AblationMode mode,
+                                               AblationMode fallback,
+                                               const std::string& field) {
+  switch (mode) {
+    case v1::ABLATION_MODE_UNSPECIFIED:
+      return fallback;
+    case v1::ABLATION_MODE_ZERO:
+      return AblationMode::kZero;
+    case v1::ABLATION_MODE_UNIFORM:
+      return AblationMode::kUniform;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "=", static_cast<int>(mode),
+                       " is not a known AblationMode (ABLATION_MODE_ZERO=1, "
+                       "ABLATION_MODE_UNIFORM=2)"));
+  }
+}
+
+absl::StatusOr<std::vector<LayerHead>> ParseLayerHeads(
+    const google::protobuf::RepeatedPtrField<v1::LayerHead>& list, int layers,
+    int heads, const std::string& field) {
+  std::vector<LayerHead> out;
+  out.reserve(list.size());
+  for (int i = 0; i < list.size(); ++i) {
+    const v1::LayerHead& lh = list.Get(i);
+    if (lh.layer() < 0 || lh.layer() >= layers) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", i, "].layer=", lh.layer(),
+                       " out of range [0, ", layers, ")"));
+    }
+    if (lh.head() < 0 || lh.head() >= heads) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", i, "].head=", lh.head(),
+                       " out of range [0, ", heads, ")"));
+    }
+    out.push_back(LayerHead{lh.layer(), lh.head()});
+  }
+  return out;
+}
+
+absl::StatusOr<HeadMask> ParseHeadMask(const v1::HeadMask& proto, int layers,
+                                       int heads, AblationMode default_mode,
+                                       const std::string& field) {
+  ASSIGN_OR_RETURN(AblationMode mode,
+                   ParseAblationMode(proto.mode(), default_mode,
+                                     absl::StrCat(field, ".mode")));
+  switch (proto.mask_case()) {
+    case v1::HeadMask::MASK_NOT_SET:
+      return HeadMask::Identity(layers, heads, mode);
+    case v1::HeadMask::kAblate: {
+      ASSIGN_OR_RETURN(auto list,
+                       ParseLayerHeads(proto.ablate().heads(), layers, heads,
+                                       absl::StrCat(field, ".ablate.heads")));
+      return HeadMask::Ablate(layers, heads, list, mode);
+    }
+    case v1::HeadMask::kKeep: {
+      ASSIGN_OR_RETURN(auto list,
+                       ParseLayerHeads(proto.keep().heads(), layers, heads,
+                                       absl::StrCat(field, ".keep.heads")));
+      return HeadMask::KeepOnly(layers, heads, list, mode);
+    }
+    case v1::HeadMask::kDense: {
+      const auto& values = proto.dense().values();
+      if (values.size() != layers * heads) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".dense.values has ", values.size(),
+                         " values; the model needs layers x heads = ", layers,
+                         " x ", heads, " = ", layers * heads));
+      }
+      for (int i = 0; i < values.size(); ++i) {
+        const float v = values.Get(i);
+        if (!std::isfinite(v) || v < 0.0f || v > 1.0f) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              field, ".dense.values[", i, "]=", v, " (layer ", i / heads,
+              ", head ", i % heads, ") is not in [0, 1]"));
+        }
+      }
+      return HeadMask::Dense(layers, heads,
+                             std::vector<float>(values.begin(), values.end()),
+                             mode);
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " has an unknown mask kind"));
+}
+
+bool IsValidUtf8(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int len;
+    uint32_t cp;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (int k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+absl::Status ValidateText(std::string_view text, const std::string& field,
+                          const ServiceLimits& limits, bool allow_empty) {
+  if (text.empty() && !allow_empty) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " is empty"));
+  }
+  if (static_cast<int64_t>(text.size()) > limits.max_text_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " is ", text.size(),
+        " bytes, over the limit --max_text_bytes=", limits.max_text_bytes));
+  }
+  if (!IsValidUtf8(text)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " is not valid UTF-8"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Encoding> EncodeText(const Tokenizer& tokenizer, int max_seq_len,
+                                    std::string_view text_a,
+                                    std::string_view text_b,
+                                    const std::string& field,
+                                    const ServiceLimits& limits) {
+  RETURN_IF_ERROR(ValidateText(text_a, absl::StrCat(field, "text_a"), limits,
+                               /*allow_empty=*/false));
+  RETURN_IF_ERROR(ValidateText(text_b, absl::StrCat(field, "text_b"), limits,
+                               /*allow_empty=*/true));
+  std::optional<std::string_view> b;
+  if (!text_b.empty()) b = text_b;
+  absl::StatusOr<Encoding> encoding = tokenizer.Encode(text_a, b, max_seq_len);
+  if (!encoding.ok()) {
+    return absl::Status(
+        encoding.status().code(),
+        absl::StrCat(
+            field.empty() ? "input" : field.substr(0, field.size() - 1), ": ",
+            encoding.status().message()));
+  }
+  return encoding;
+}
+
+absl::StatusOr<Encoding> EncodeInput(const Tokenizer& tokenizer,
+                                     int max_seq_len,
+                                     const v1::TextInput& input,
+                                     const std::string& field,
+                                     const ServiceLimits& limits) {
+  return EncodeText(tokenizer, max_seq_len, input.text_a(), input.text_b(),
+                    absl::StrCat(field, "."), limits);
+}
+
+absl::StatusOr<std::vector<int>> ParseIndexSelection(
+    const google::protobuf::RepeatedField<int32_t>& list, int n,
+    const std::string& field) {
+  std::vector<int> out;
+  if (list.empty()) {
+    for (int i = 0; i < n; ++i) out.push_back(i);
+    return out;
+  }
+  absl::flat_hash_set<int> seen;
+  for (int i = 0; i < list.size(); ++i) {
+    const int v = list.Get(i);
+    if (v < 0 || v >= n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", i, "]=", v, " out of range [0, ", n, ")"));
+    }
+    if (!seen.insert(v).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", i, "]=", v, " is repeated"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace bertology

@@ -1,0 +1,65 @@
+// Turns request messages into core values, refusing bad input with
+// INVALID_ARGUMENT (or RESOURCE_EXHAUSTED for a limit) and a message that
+// names the offending field, e.g. "head_mask.dense.values[4]=nan is not in
+// [0, 1]". No libtorch here: these run before any model work.
+#ifndef BERTOLOGY_SERVICE_REQUEST_VALIDATION_H_
+#define BERTOLOGY_SERVICE_REQUEST_VALIDATION_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bertology/v1/bertology.pb.h"
+#include "server/core/head_mask.h"
+#include "server/core/tokenizer.h"
+#include "server/service/service_limits.h"
+
+namespace bertology {
+
+// UNSPECIFIED maps to `fallback`; an unknown number is INVALID_ARGUMENT.
+absl::StatusOr<AblationMode> ParseAblationMode(v1::AblationMode mode,
+                                               AblationMode fallback,
+                                               const std::string& field);
+
+// A mask for a [layers x heads] model. No oneof set: the identity mask.
+// The mode is the message's, or `default_mode` when unspecified.
+absl::StatusOr<HeadMask> ParseHeadMask(const v1::HeadMask& proto, int layers,
+                                       int heads, AblationMode default_mode,
+                                       const std::string& field);
+
+// (layer, head) pairs, each in range; errors name "field[i].layer".
+absl::StatusOr<std::vector<LayerHead>> ParseLayerHeads(
+    const google::protobuf::RepeatedPtrField<v1::LayerHead>& list, int layers,
+    int heads, const std::string& field);
+
+// Valid UTF-8 (no overlong forms, surrogates or code points > U+10FFFF).
+bool IsValidUtf8(std::string_view text);
+
+// UTF-8, at most limits.max_text_bytes, and non-empty unless `allow_empty`.
+absl::Status ValidateText(std::string_view text, const std::string& field,
+                          const ServiceLimits& limits, bool allow_empty);
+
+// Validates and tokenizes one input for a model of `max_seq_len` tokens
+// (truncating longest-first; the encoding says when it did).
+absl::StatusOr<Encoding> EncodeText(const Tokenizer& tokenizer, int max_seq_len,
+                                    std::string_view text_a,
+                                    std::string_view text_b,
+                                    const std::string& field,
+                                    const ServiceLimits& limits);
+absl::StatusOr<Encoding> EncodeInput(const Tokenizer& tokenizer,
+                                     int max_seq_len,
+                                     const v1::TextInput& input,
+                                     const std::string& field,
+                                     const ServiceLimits& limits);
+
+// Validates the `layers` or `heads` selection of GetAttention: each in
+// [0, n), no duplicates. Empty selects all of [0, n).
+absl::StatusOr<std::vector<int>> ParseIndexSelection(
+    const google::protobuf::RepeatedField<int32_t>& list, int n,
+    const std::string& field);
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_SERVICE_REQUEST_VALIDATION_H_

@@ -1,0 +1,73 @@
+// bertology-server as a library: Start() listens, loads the models, warms
+// them up and marks health SERVING; Shutdown() drains. gRPC stays behind a
+// pimpl, so users of this header (main.cc, tests) need no gRPC headers.
+//
+// Lifecycle promised to clients: the port accepts calls as soon as Start()
+// begins loading, with health (grpc.health.v1, service "" and
+// "bertology.v1.Bertology") NOT_SERVING and model RPCs UNAVAILABLE until
+// every model is loaded and warmed. A model that fails to load makes Start()
+// fail with the reason. Shutdown() turns health NOT_SERVING, stops accepting
+// calls and lets in-flight calls finish for up to the grace period, then
+// cancels the rest.
+#ifndef BERTOLOGY_SERVICE_SERVER_H_
+#define BERTOLOGY_SERVICE_SERVER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/service/service_limits.h"
+
+namespace bertology {
+
+struct ServedModelSpec {
+  std::string name;
+  std::string dir;
+};
+
+struct ServerOptions {
+  std::vector<ServedModelSpec> models;   // the first is the default
+  std::string listen = "0.0.0.0:50051";  // port 0 picks a free port
+  std::string metrics_listen;            // empty: no metrics HTTP server
+  int threads = 0;  // libtorch intra/inter-op threads; 0 keeps defaults
+  std::string device = "cpu";
+  int max_seq_len = 0;  // 0: each model's own maximum
+  absl::Duration max_queue_delay = absl::Microseconds(2000);
+  int max_queued_rows = 4096;
+  int batch_workers = 1;
+  int warmup_passes = 3;
+  absl::Duration max_connection_age = absl::ZeroDuration();  // 0: unlimited
+  std::string tls_cert_file;  // both or neither; PEM
+  std::string tls_key_file;
+  ServiceLimits limits;
+  // Called once the ports are bound, before the models load (the port is
+  // useful to print then: health answers NOT_SERVING while loading).
+  std::function<void(int port, int metrics_port)> on_listening;
+};
+
+class Server {
+ public:
+  static absl::StatusOr<std::unique_ptr<Server>> Start(ServerOptions options);
+  ~Server();  // Shutdown(zero grace) if not yet shut down
+
+  int port() const;
+  int metrics_port() const;
+
+  // Idempotent and thread-safe (e.g. from a signal-handling thread while
+  // another thread is in Wait()). Returns when the drain is over.
+  void Shutdown(absl::Duration grace);
+  // Blocks until Shutdown() has finished.
+  void Wait();
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_SERVICE_SERVER_H_

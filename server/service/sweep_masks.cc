@@ -1,0 +1,159 @@
+#include "server/service/sweep_masks.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/core/status_macros.h"
+#include "server/service/request_validation.h"
+
+namespace bertology {
+namespace {
+
+// How many masks spec `i` expands to, or an error naming it.
+absl::StatusOr<int64_t> CountMasks(const v1::MaskSpec& spec, int i,
+                                   const SweepMaskOptions& o) {
+  switch (spec.spec_case()) {
+    case v1::MaskSpec::kExplicitMask:
+    case v1::MaskSpec::kKeepOnly:
+      return 1;
+    case v1::MaskSpec::kAllSingleHeads:
+      return static_cast<int64_t>(o.layers) * o.heads;
+    case v1::MaskSpec::kAllLayers:
+      return o.layers;
+    case v1::MaskSpec::kRandom:
+      if (spec.random().repeats() <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "masks[", i, "].random.repeats=", spec.random().repeats(),
+            " must be positive"));
+      }
+      return spec.random().repeats();
+    case v1::MaskSpec::SPEC_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("masks[", i, "] sets no spec"));
+}
+
+// [begin, end) with end == 0 meaning all layers; errors name the fields.
+absl::Status CheckLayerRange(int begin, int* end, int layers,
+                             const std::string& field) {
+  if (*end == 0) *end = layers;
+  if (begin < 0 || begin >= layers || *end <= begin || *end > layers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".layer_begin=", begin, ", layer_end=", *end,
+        " is not a non-empty layer range within [0, ", layers, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SweepMask> KeepOnlyMask(const v1::MaskSpec::KeepOnly& spec,
+                                       int i, const SweepMaskOptions& o) {
+  const std::string field = absl::StrCat("masks[", i, "].keep_only");
+  int end = spec.layer_end();
+  RETURN_IF_ERROR(CheckLayerRange(spec.layer_begin(), &end, o.layers, field));
+  ASSIGN_OR_RETURN(std::vector<LayerHead> keep,
+                   ParseLayerHeads(spec.keep(), o.layers, o.heads,
+                                   absl::StrCat(field, ".keep")));
+  std::vector<float> values(static_cast<size_t>(o.layers) * o.heads, 1.0f);
+  for (int l = spec.layer_begin(); l < end; ++l) {
+    for (int h = 0; h < o.heads; ++h) values[l * o.heads + h] = 0.0f;
+  }
+  std::vector<std::string> kept;
+  for (const LayerHead& lh : keep) {
+    values[lh.layer * o.heads + lh.head] = 1.0f;
+    kept.push_back(absl::StrCat("L", lh.layer, "H", lh.head));
+  }
+  ASSIGN_OR_RETURN(HeadMask mask, HeadMask::Dense(o.layers, o.heads,
+                                                  std::move(values), o.mode));
+  SweepMask out{
+      spec.id().empty() ? absl::StrCat("keep-", i) : spec.id(),
+      absl::StrCat("ablate layers ", spec.layer_begin(), "-", end - 1,
+                   " except ", absl::StrJoin(kept, ","), " (",
+                   o.mode == AblationMode::kZero ? "zero" : "uniform", ")"),
+      std::move(mask)};
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<SweepMask>> ExpandMaskSpecs(
+    const google::protobuf::RepeatedPtrField<v1::MaskSpec>& specs,
+    const SweepMaskOptions& o) {
+  if (specs.empty()) return absl::InvalidArgumentError("masks is empty");
+  int64_t total = 0;
+  for (int i = 0; i < specs.size(); ++i) {
+    ASSIGN_OR_RETURN(int64_t n, CountMasks(specs.Get(i), i, o));
+    total += n;
+  }
+  if (total > o.max_masks) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "masks expand to ", total,
+        " masks, over the limit --max_masks_per_sweep=", o.max_masks));
+  }
+  std::vector<SweepMask> out;
+  out.reserve(total);
+  for (int i = 0; i < specs.size(); ++i) {
+    const v1::MaskSpec& spec = specs.Get(i);
+    switch (spec.spec_case()) {
+      case v1::MaskSpec::kExplicitMask: {
+        ASSIGN_OR_RETURN(
+            HeadMask mask,
+            ParseHeadMask(spec.explicit_mask().mask(), o.layers, o.heads,
+                          o.mode,
+                          absl::StrCat("masks[", i, "].explicit_mask.mask")));
+        std::string id = spec.explicit_mask().id().empty()
+                             ? absl::StrCat("mask-", i)
+                             : spec.explicit_mask().id();
+        std::string debug = mask.DebugString();
+        out.push_back(
+            SweepMask{std::move(id), std::move(debug), std::move(mask)});
+        break;
+      }
+      case v1::MaskSpec::kAllSingleHeads:
+        for (SweepMask& m : SingleHeadMasks(o.layers, o.heads, o.mode)) {
+          out.push_back(std::move(m));
+        }
+        break;
+      case v1::MaskSpec::kAllLayers:
+        for (SweepMask& m : LayerMasks(o.layers, o.heads, o.mode)) {
+          out.push_back(std::move(m));
+        }
+        break;
+      case v1::MaskSpec::kRandom: {
+        const auto& r = spec.random();
+        const std::string field = absl::StrCat("masks[", i, "].random");
+        int end = r.layer_end();
+        RETURN_IF_ERROR(
+            CheckLayerRange(r.layer_begin(), &end, o.layers, field));
+        if (!(r.fraction() > 0.0 && r.fraction() <= 1.0)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              field, ".fraction=", r.fraction(), " is not in (0, 1]"));
+        }
+        absl::StatusOr<std::vector<SweepMask>> masks =
+            RandomMasks(o.layers, o.heads, r.fraction(), r.repeats(), r.seed(),
+                        r.layer_begin(), end, o.mode);
+        if (!masks.ok()) {
+          return absl::Status(
+              masks.status().code(),
+              absl::StrCat(field, ": ", masks.status().message()));
+        }
+        for (SweepMask& m : *masks) out.push_back(std::move(m));
+        break;
+      }
+      case v1::MaskSpec::kKeepOnly: {
+        ASSIGN_OR_RETURN(SweepMask m, KeepOnlyMask(spec.keep_only(), i, o));
+        out.push_back(std::move(m));
+        break;
+      }
+      case v1::MaskSpec::SPEC_NOT_SET:
+        break;  // refused by CountMasks
+    }
+  }
+  return out;
+}
+
+}  // namespace bertology

@@ -1,0 +1,184 @@
+// bertology-server's lifecycle: flags, start-up failures, health while
+// loading and after, and the SIGTERM drain.
+#include <signal.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/integration/server_process.h"
+
+namespace bertology {
+namespace {
+
+using testing::GoldenModelDir;
+using testing::RunServerToExit;
+using testing::ServerProcess;
+
+constexpr int kServing = 1, kNotServing = 2;
+
+TEST(LifecycleTest, HelpListsEveryFlag) {
+  testing::RunResult r = RunServerToExit({"--helpfull"});
+  for (const char* flag :
+       {"--model", "--listen", "--metrics_listen", "--threads",
+        "--max_batch_size", "--max_queue_delay_us", "--max_seq_len", "--device",
+        "--grace_period_s", "--max_connection_age_s", "--tls_cert", "--tls_key",
+        "--max_inputs_per_call", "--max_masks_per_sweep", "--max_text_bytes",
+        "--max_message_bytes", "--sweep_cache_mb"}) {
+    EXPECT_NE(r.output.find(absl::StrCat(flag, " ")), std::string::npos)
+        << flag << "\n"
+        << r.output;
+  }
+}
+
+TEST(LifecycleTest, BadCheckpointExitsNonZeroWithTheReason) {
+  testing::RunResult r =
+      RunServerToExit({"--listen=127.0.0.1:0",
+                       "--metrics_listen=", "--model=bad=/nonexistent/dir"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("/nonexistent/dir"), std::string::npos) << r.output;
+}
+
+TEST(LifecycleTest, NoModelExitsNonZero) {
+  testing::RunResult r =
+      RunServerToExit({"--listen=127.0.0.1:0", "--metrics_listen="});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--model"), std::string::npos) << r.output;
+}
+
+TEST(LifecycleTest, CudaWithoutCudaIsAClearError) {
+  testing::RunResult r = RunServerToExit({"--listen=127.0.0.1:0",
+                                          "--metrics_listen=", "--device=cuda",
+                                          "--model=tiny=" + GoldenModelDir()});
+  if (r.exit_code == 0 || r.output.find("serving on") != std::string::npos) {
+    GTEST_SKIP() << "this machine has CUDA";
+  }
+  EXPECT_NE(r.output.find("CUDA"), std::string::npos) << r.output;
+}
+
+TEST(LifecycleTest, NotServingUntilLoadedAndWarm) {
+  // Many warm-up passes keep the server loading for a while.
+  auto server = ServerProcess::Start({"--model=tiny=" + GoldenModelDir(),
+                                      "--warmup_passes=40", "--threads=1"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<int> health = (*server)->Health();
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(*health, kNotServing);
+  {
+    auto stub = (*server)->NewStub();
+    v1::ClassifyRequest request;
+    request.add_inputs()->set_text_a("the cat");
+    v1::ClassifyResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = stub->Classify(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
+        << status.error_message();
+  }
+  ASSERT_TRUE((*server)->WaitServing(absl::Seconds(120)).ok());
+  EXPECT_EQ(*(*server)->Health(), kServing);
+  auto stub = (*server)->NewStub();
+  v1::ClassifyRequest request;
+  request.add_inputs()->set_text_a("the cat");
+  v1::ClassifyResponse response;
+  grpc::ClientContext context;
+  EXPECT_TRUE(stub->Classify(&context, request, &response).ok());
+}
+
+v1::SweepAblationRequest LongSweep(int repeats) {
+  v1::SweepAblationRequest request;
+  for (int i = 0; i < 100; ++i) {
+    auto* e = request.add_examples();
+    e->mutable_input()->set_text_a(absl::StrCat("the cat sat on the mat ", i));
+    e->set_label(i % 3);
+  }
+  auto* random = request.add_masks()->mutable_random();
+  random->set_fraction(0.25);
+  random->set_repeats(repeats);
+  request.mutable_options()->set_max_batch_rows(4);
+  return request;
+}
+
+struct SweepOutcome {
+  grpc::Status status;
+  int results = 0;
+};
+
+TEST(LifecycleTest, SigtermDrainsInFlightCalls) {
+  auto server = ServerProcess::Start({"--model=tiny=" + GoldenModelDir(),
+                                      "--grace_period_s=60",
+                                      "--warmup_passes=1", "--threads=1"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->WaitServing().ok());
+
+  // A health watcher sees the switch to NOT_SERVING.
+  auto health = grpc::health::v1::Health::NewStub((*server)->channel());
+  grpc::ClientContext watch_context;
+  auto watch = health->Watch(&watch_context, {});
+  grpc::health::v1::HealthCheckResponse seen;
+  ASSERT_TRUE(watch->Read(&seen));
+  EXPECT_EQ(seen.status(), kServing);
+
+  // A sweep in flight when the signal comes.
+  auto stub = (*server)->NewStub();
+  grpc::ClientContext sweep_context;
+  const v1::SweepAblationRequest request = LongSweep(60);
+  auto reader = stub->SweepAblation(&sweep_context, request);
+  v1::SweepAblationResponse event;
+  ASSERT_TRUE(reader->Read(&event));  // the plan: the call is in flight
+  const absl::Time signalled = absl::Now();
+  (*server)->Signal(SIGTERM);
+
+  ASSERT_TRUE(watch->Read(&seen));
+  EXPECT_EQ(seen.status(), kNotServing);
+  watch_context.TryCancel();
+
+  int results = 0;
+  while (reader->Read(&event)) results += event.has_result() ? 1 : 0;
+  grpc::Status status = reader->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(results, 60);
+
+  absl::StatusOr<int> code = (*server)->WaitExit(absl::Seconds(30));
+  ASSERT_TRUE(code.ok()) << (*server)->Log();
+  EXPECT_EQ(*code, 0) << (*server)->Log();
+  EXPECT_LT(absl::Now() - signalled, absl::Seconds(60));
+  // New calls are refused once it is down.
+  auto late = v1::Bertology::NewStub(grpc::CreateChannel(
+      (*server)->address(), grpc::InsecureChannelCredentials()));
+  v1::GetModelInfoResponse info;
+  grpc::ClientContext late_context;
+  late_context.set_deadline(std::chrono::system_clock::now() +
+                            std::chrono::seconds(2));
+  EXPECT_FALSE(late->GetModelInfo(&late_context, {}, &info).ok());
+}
+
+TEST(LifecycleTest, SigtermGracePeriodBoundsTheDrain) {
+  auto server = ServerProcess::Start(
+      {"--model=tiny=" + GoldenModelDir(), "--grace_period_s=1",
+       "--warmup_passes=1", "--threads=1", "--max_masks_per_sweep=100000"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->WaitServing().ok());
+  auto stub = (*server)->NewStub();
+  grpc::ClientContext context;
+  auto reader = stub->SweepAblation(&context, LongSweep(20000));
+  v1::SweepAblationResponse event;
+  ASSERT_TRUE(reader->Read(&event));
+  const absl::Time signalled = absl::Now();
+  (*server)->Signal(SIGTERM);
+  while (reader->Read(&event)) {
+  }
+  grpc::Status status = reader->Finish();
+  EXPECT_FALSE(status.ok());
+  absl::StatusOr<int> code = (*server)->WaitExit(absl::Seconds(30));
+  ASSERT_TRUE(code.ok()) << (*server)->Log();
+  EXPECT_EQ(*code, 0) << (*server)->Log();
+  EXPECT_LT(absl::Now() - signalled, absl::Seconds(10));
+}
+
+}  // namespace
+}  // namespace bertology
