@@ -1,17 +1,19 @@
 // `bertology attention`: the attention maps of one input as JSON (tokens,
-// rows/columns, one [size x size] matrix per selected head).
+// rows/columns, one [size x size] matrix per selected head) and, with
+// --out-dir, as pictures: the HTML head view and one SVG heatmap per head.
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/cli/attention_output.h"
 #include "client/cli/commands.h"
 #include "client/cli/connection.h"
 #include "client/cli/exit_codes.h"
 #include "client/cli/mask_flags.h"
-#include "nlohmann/json.hpp"
+#include "client/render/attention_page.h"
+#include "client/render/file_output.h"
 
 namespace bertology {
 namespace client {
@@ -30,6 +32,18 @@ absl::Status AddInts(const std::string& text, const char* flag,
   return absl::OkStatus();
 }
 
+// attention.json, attention.html and attention_L{l}_H{h}.svg in `dir`; the
+// paths written go to stdout so a script can pick them up.
+absl::Status WriteOutDir(const render::AttentionData& data,
+                         const std::string& json, const std::string& dir) {
+  std::vector<std::string> written;
+  absl::Status s =
+      render::WriteOutputFile(dir, "attention.json", json, &written);
+  if (s.ok()) s = render::WriteAttentionFiles(data, dir, &written);
+  for (const std::string& path : written) std::printf("%s\n", path.c_str());
+  return s;
+}
+
 }  // namespace
 
 int RunAttention(const Argv& argv) {
@@ -42,15 +56,23 @@ int RunAttention(const Argv& argv) {
       {"word", false, "word-level maps (Clark et al.: to = sum, from = mean)"});
   flags.push_back(
       {"out", true, "write the JSON here (default stdout)", "FILE"});
+  flags.push_back({"out-dir", true,
+                   "write attention.json, attention.html (head view) and "
+                   "attention_L{l}_H{h}.svg here instead of JSON to stdout",
+                   "DIR"});
+  flags.push_back({"float16", false,
+                   "fetch the maps as float16 (half the bytes, ~3 digits)"});
   for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
   Args args;
   int exit = 0;
   if (!ParseCommandArgs(
           "attention",
           "Usage: bertology attention --text-a=TEXT [--text-b=TEXT] "
-          "[--layer=..] [--head=..] [--out=FILE]\n"
+          "[--layer=..] [--head=..] [--out=FILE] [--out-dir=DIR]\n"
           "Writes {tokens, units, size, maps: [{layer, head, "
-          "attention[from][to]}], prediction} as JSON.",
+          "attention[from][to]}], prediction} as JSON;\n"
+          "--out-dir also draws them: a self-contained HTML head view (open "
+          "it in a\nbrowser) and an SVG heatmap per selected head.",
           flags, argv, &args, &exit)) {
     return exit;
   }
@@ -74,7 +96,8 @@ int RunAttention(const Argv& argv) {
   *request.mutable_head_mask() = *mask;
   request.set_granularity(args.Has("word") ? v1::GRANULARITY_WORD
                                            : v1::GRANULARITY_TOKEN);
-  request.set_encoding(v1::ATTENTION_ENCODING_FLOAT32);
+  request.set_encoding(args.Has("float16") ? v1::ATTENTION_ENCODING_FLOAT16
+                                           : v1::ATTENTION_ENCODING_FLOAT32);
   auto channel = MakeChannel(args.Get("target", kDefaultTarget));
   if (!channel.ok()) return Fail("attention", kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
@@ -84,63 +107,27 @@ int RunAttention(const Argv& argv) {
   s = FromGrpc(stub->GetAttention(context->get(), request, &response));
   if (!s.ok()) return Fail("attention", kExitRpc, s);
 
-  using nlohmann::json;
-  json tokens = json::array(), units = json::array(), maps = json::array();
-  for (const v1::Token& t : response.tokens()) {
-    tokens.push_back({{"text", t.text()},
-                      {"segment", t.segment()},
-                      {"word", t.word_index()},
-                      {"special", t.special()}});
-  }
-  for (const v1::AttentionUnit& u : response.units()) {
-    units.push_back({{"text", u.text()},
-                     {"segment", u.segment()},
-                     {"first_token", u.first_token()},
-                     {"num_tokens", u.num_tokens()},
-                     {"special", u.special()}});
-  }
-  const int n = response.size();
-  for (const v1::AttentionMap& m : response.maps()) {
-    if (m.data().size() != static_cast<size_t>(n) * n * sizeof(float)) {
-      return Fail("attention", kExitRpc,
-                  absl::DataLossError("a map has the wrong size"));
-    }
-    json rows = json::array();
-    for (int r = 0; r < n; ++r) {
-      std::vector<float> row(n);
-      std::memcpy(row.data(), m.data().data() + r * n * sizeof(float),
-                  n * sizeof(float));  // little-endian hosts only
-      rows.push_back(row);
-    }
-    maps.push_back(
-        {{"layer", m.layer()}, {"head", m.head()}, {"attention", rows}});
-  }
-  json out{{"model", response.model()},
-           {"granularity", args.Has("word") ? "word" : "token"},
-           {"tokens", tokens},
-           {"units", units},
-           {"size", n},
-           {"truncated", response.truncated()},
-           {"maps", maps}};
-  if (response.has_prediction()) {
-    const v1::Prediction& p = response.prediction();
-    out["prediction"] = {
-        {"label", p.label()},
-        {"label_name", p.label_name()},
-        {"probabilities", std::vector<float>(p.probabilities().begin(),
-                                             p.probabilities().end())}};
-  }
-  const std::string text = out.dump() + "\n";
+  absl::StatusOr<nlohmann::json> json = AttentionJson(response);
+  if (!json.ok()) return Fail("attention", kExitRpc, json.status());
+  const std::string text = json->dump() + "\n";
   if (args.Has("out")) {
     std::ofstream file(args.Get("out"));
     file << text;
+    file.close();
     if (!file.good()) {
       return Fail(
           "attention", kExitData,
           absl::DataLossError(absl::StrCat("cannot write ", args.Get("out"))));
     }
-  } else {
+  } else if (!args.Has("out-dir")) {
     std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+  if (args.Has("out-dir")) {
+    absl::StatusOr<render::AttentionData> data =
+        ToAttentionData(response, request.input());
+    if (!data.ok()) return Fail("attention", kExitRpc, data.status());
+    s = WriteOutDir(*data, text, args.Get("out-dir"));
+    if (!s.ok()) return Fail("attention", kExitData, s);
   }
   return kExitOk;
 }

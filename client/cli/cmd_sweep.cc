@@ -1,5 +1,6 @@
 // `bertology sweep`: a dataset and a sweep spec -> accuracy under every mask,
-// sharded over the replicas by the scheduler; CSV and JSON results.
+// sharded over the replicas by the scheduler; CSV and JSON results, SVG
+// figures, and a summary table for the terminal.
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,9 @@
 #include "client/cli/labeled_data.h"
 #include "client/cli/mask_flags.h"
 #include "client/cli/sweep_output.h"
+#include "client/cli/sweep_summary.h"
+#include "client/render/sweep_figures.h"
+#include "client/render/sweep_report.h"
 #include "client/scheduler/progress_bar.h"
 #include "client/scheduler/sweep_scheduler.h"
 
@@ -22,17 +26,31 @@ namespace {
 
 constexpr char kUsage[] =
     "Usage: bertology sweep --data=FILE [column flags] SPEC.. [--out-csv=F] "
-    "[--out-json=F]\n"
+    "[--out-json=F] [--out-dir=DIR]\n"
     "Scores the dataset with no mask (the baseline) and under every mask of "
     "the spec,\nsplit into shards (masks x example chunks) sent as "
     "SweepAblation calls to the\nreplicas in --target (a list gets one "
     "channel per replica; dns:/// and a single\naddress, e.g. a load "
     "balancer, one channel). Failed shards are retried on\nanother replica; "
-    "results merge exactly. Without --out-*, the CSV goes to stdout.\n"
+    "results merge exactly. --out-dir writes sweep_results.csv/.json and the\n"
+    "figures (heads_heatmap.svg, layer_bars.svg, fraction_curve.svg). A "
+    "summary\ntable ends the run on stdout, or on stderr when the CSV goes "
+    "to stdout (no\n--out-*).\n"
     "Example: bertology sweep --target=ipv4:10.0.0.1:50051,10.0.0.2:50051 "
     "--data=dev.tsv \\\n    --text-a=sentence1 --text-b=sentence2 "
     "--label=label --heads --layers \\\n    --random=0.1,10,1 "
-    "--progress-file=sweep.progress.jsonl --out-csv=sweep.csv";
+    "--progress-file=sweep.progress.jsonl --out-dir=sweep/\n"
+    "Low vs high layers: --random=0.2,10,0,0-5 --random=0.2,10,0,6-11.";
+
+// The reports and figures of --out-dir; appends the paths to `written`.
+absl::Status WriteOutDir(const render::SweepResults& results,
+                         const std::string& dir,
+                         std::vector<std::string>* written) {
+  absl::Status s =
+      render::WriteSweepReport(results, dir, "sweep_results", written);
+  if (!s.ok()) return s;
+  return render::WriteSweepFigures(results, dir, written);
+}
 
 absl::Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path);
@@ -53,6 +71,9 @@ int RunSweep(const Argv& argv) {
   const std::vector<FlagSpec> more = {
       {"out-csv", true, "write the results as CSV", "FILE"},
       {"out-json", true, "write the results as JSON", "FILE"},
+      {"out-dir", true,
+       "write sweep_results.csv, sweep_results.json and the SVG figures here",
+       "DIR"},
       {"max-inflight", true, "shards in flight per replica (default 2)", "N"},
       {"shard-timeout", true, "deadline per shard in seconds (default 600)",
        "S"},
@@ -188,8 +209,26 @@ int RunSweep(const Argv& argv) {
                                SweepJson(*run, info->model.name(), mode_name));
     if (!s.ok()) return Fail("sweep", kExitData, s);
   }
-  if (!args.Has("out-csv") && !args.Has("out-json")) {
-    std::fputs(SweepCsv(run->summary).c_str(), stdout);
+  const render::SweepResults results =
+      ToSweepResults(run->summary, info->model.name(), plan_options.layers,
+                     plan_options.heads);
+  std::vector<std::string> written;
+  if (args.Has("out-dir")) {
+    absl::Status s = WriteOutDir(results, args.Get("out-dir"), &written);
+    if (!s.ok()) return Fail("sweep", kExitData, s);
+  }
+  // stdout carries the CSV when no file does; the table then goes to stderr
+  // so `bertology sweep ... > results.csv` stays a clean CSV.
+  const bool csv_on_stdout =
+      !args.Has("out-csv") && !args.Has("out-json") && !args.Has("out-dir");
+  if (csv_on_stdout) std::fputs(SweepCsv(run->summary).c_str(), stdout);
+  if (!csv_on_stdout || !args.Has("quiet")) {
+    std::string table = SweepSummaryTable(results, mode_name);
+    if (!written.empty()) absl::StrAppend(&table, "\nWrote:\n");
+    for (const std::string& path : written) {
+      absl::StrAppend(&table, "  ", path, "\n");
+    }
+    std::fputs(table.c_str(), csv_on_stdout ? stderr : stdout);
   }
   return kExitOk;
 }

@@ -51,7 +51,35 @@ nlohmann::json MaskJson(const MergedMask& m) {
           {"mean_loss_delta", m.mean_loss_delta}};
 }
 
+render::MaskOutcome ToOutcome(const MergedMask& m) {
+  render::MaskOutcome o;
+  o.mask_index = m.counts.mask_index;
+  o.mask_id = m.counts.mask_id;
+  o.spec = m.counts.spec;
+  for (const auto& [l, h] : m.counts.ablated) o.ablated.push_back({l, h});
+  o.examples = m.counts.examples;
+  o.correct = m.counts.correct;
+  o.loss_sum = m.counts.loss_sum;
+  o.accuracy = m.accuracy;
+  o.accuracy_delta = m.accuracy_delta;
+  o.relative_change_percent = m.relative_change_percent;
+  o.mean_loss_delta = m.mean_loss_delta;
+  return o;
+}
+
 }  // namespace
+
+render::SweepResults ToSweepResults(const SweepSummary& summary,
+                                    const std::string& model, int num_layers,
+                                    int num_heads) {
+  render::SweepResults out;
+  out.model = model;
+  out.num_layers = num_layers;
+  out.num_heads = num_heads;
+  out.baseline = ToOutcome(summary.baseline);
+  for (const MergedMask& m : summary.masks) out.results.push_back(ToOutcome(m));
+  return out;
+}
 
 std::string SweepCsv(const SweepSummary& summary) {
   std::string out =

@@ -1,9 +1,11 @@
-// A merged sweep as CSV (one row per mask, the baseline first) and JSON.
+// A merged sweep as CSV (one row per mask, the baseline first) and JSON, and
+// as the plain render::SweepResults the report and figure writers take.
 #ifndef BERTOLOGY_CLIENT_CLI_SWEEP_OUTPUT_H_
 #define BERTOLOGY_CLIENT_CLI_SWEEP_OUTPUT_H_
 
 #include <string>
 
+#include "client/render/sweep_data.h"
 #include "client/scheduler/sweep_scheduler.h"
 
 namespace bertology {
@@ -18,6 +20,12 @@ std::string SweepCsv(const SweepSummary& summary);
 // retries, replicas}}; doubles round-trip exactly.
 std::string SweepJson(const SweepRun& run, const std::string& model,
                       const std::string& mode);
+
+// The same numbers (nothing recomputed) with the model's shape, so the
+// figures can place single heads and whole layers.
+render::SweepResults ToSweepResults(const SweepSummary& summary,
+                                    const std::string& model, int num_layers,
+                                    int num_heads);
 
 }  // namespace client
 }  // namespace bertology

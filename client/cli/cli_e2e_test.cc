@@ -1,0 +1,294 @@
+// End to end: the real `bertology` binary (from $BERTOLOGY_BIN_DIR) against
+// the real bertology-server on a free port with the golden tiny checkpoint
+// (3 layers x 4 heads, labels negative/neutral/positive). Checks what shell
+// scripts rely on: exit codes, messages, and the files --out-dir writes.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/server_process.h"
+
+namespace bertology {
+namespace client {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::GoldenModelDir;
+using testing::ServerProcess;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A fresh folder per test under the gtest temp dir.
+fs::path TestDir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir =
+      fs::path(::testing::TempDir()) /
+      absl::StrCat("bertology_cli_e2e_", getpid(), "_", info->name());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Runs `bertology args...` with stdout and stderr captured through files
+// (no pipe to fill up), killing it after `timeout`.
+CliResult RunCli(const std::vector<std::string>& args,
+                 absl::Duration timeout = absl::Seconds(120)) {
+  const char* bin_dir = std::getenv("BERTOLOGY_BIN_DIR");
+  std::vector<std::string> argv = {
+      absl::StrCat(bin_dir != nullptr ? bin_dir : "build/bin", "/bertology")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  static int counter = 0;
+  const fs::path base =
+      fs::path(::testing::TempDir()) /
+      absl::StrCat("bertology_cli_", getpid(), "_", counter++);
+  const std::string out_path = base.string() + ".out";
+  const std::string err_path = base.string() + ".err";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen(out_path.c_str(), "w", stdout) ||
+        !freopen(err_path.c_str(), "w", stderr)) {
+      _exit(126);
+    }
+    std::vector<char*> cargv;
+    for (std::string& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    execv(cargv[0], cargv.data());
+    _exit(127);
+  }
+  CliResult r;
+  const absl::Time deadline = absl::Now() + timeout;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (absl::Now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      r.err = "timed out; ";
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadFile(out_path);
+  r.err += ReadFile(err_path);
+  fs::remove(out_path);
+  fs::remove(err_path);
+  return r;
+}
+
+std::string Describe(const CliResult& r) {
+  return absl::StrCat("exit ", r.exit_code, "\n--- stdout\n", r.out,
+                      "\n--- stderr\n", r.err);
+}
+
+class CliE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto server = ServerProcess::Start(
+        {"--model=tiny=" + GoldenModelDir(), "--threads=1"});
+    ASSERT_TRUE(server.ok()) << server.status();
+    ASSERT_TRUE((*server)->WaitServing().ok()) << (*server)->Log();
+    server_ = std::move(server).value().release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    dir_ = TestDir();
+  }
+  // Failed runs keep their files for a look.
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  // Common flags first, then the subcommand's.
+  static CliResult Run(const std::string& command,
+                       std::vector<std::string> args) {
+    args.insert(args.begin(), {command, "--target=" + server_->address()});
+    return RunCli(args);
+  }
+
+  static ServerProcess* server_;
+  fs::path dir_;
+};
+
+ServerProcess* CliE2eTest::server_ = nullptr;
+
+TEST_F(CliE2eTest, HealthInfoClassify) {
+  CliResult health = Run("health", {});
+  EXPECT_EQ(health.exit_code, 0) << Describe(health);
+  EXPECT_TRUE(Contains(health.out, "SERVING")) << Describe(health);
+
+  CliResult info = Run("info", {});
+  ASSERT_EQ(info.exit_code, 0) << Describe(info);
+  nlohmann::json j = nlohmann::json::parse(info.out);
+  EXPECT_EQ(j["models"][0]["name"], "tiny");
+  EXPECT_EQ(j["models"][0]["layers"], 3);
+  EXPECT_EQ(j["models"][0]["heads"], 4);
+
+  CliResult classify = Run(
+      "classify", {"--text-a=the cat sat", "--text-b=on the mat", "--json"});
+  ASSERT_EQ(classify.exit_code, 0) << Describe(classify);
+  nlohmann::json p = nlohmann::json::parse(classify.out);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0]["probabilities"].size(), 3u);
+  const std::vector<std::string> labels = j["models"][0]["labels"];
+  EXPECT_NE(std::find(labels.begin(), labels.end(), p[0]["label_name"]),
+            labels.end());
+}
+
+TEST_F(CliE2eTest, AttentionOutDirWritesPageAndSvgs) {
+  const fs::path dir = dir_ / "attention";
+  CliResult r =
+      Run("attention", {"--text-a=the cat was here", "--text-b=it is not",
+                        "--layer=0,2", "--head=1", "--out-dir", dir.string()});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const std::string html = ReadFile(dir / "attention.html");
+  for (const char* token : {"[CLS]", "[SEP]", "the", "##a", "here", "not"}) {
+    EXPECT_TRUE(Contains(html, token)) << token;
+  }
+  // Self-contained: nothing loaded from the network (xmlns URIs are fine).
+  for (const char* fetch : {"src=\"http", "href=\"http", "@import"}) {
+    EXPECT_FALSE(Contains(html, fetch)) << fetch;
+  }
+  for (const char* svg : {"attention_L0_H1.svg", "attention_L2_H1.svg"}) {
+    EXPECT_TRUE(Contains(ReadFile(dir / svg), "<svg")) << svg;
+  }
+  EXPECT_FALSE(fs::exists(dir / "attention_L1_H1.svg"));
+  nlohmann::json j = nlohmann::json::parse(ReadFile(dir / "attention.json"));
+  const int n = j["size"];
+  ASSERT_EQ(j["maps"].size(), 2u);
+  EXPECT_EQ(j["maps"][1]["layer"], 2);
+  EXPECT_EQ(j["maps"][0]["attention"].size(), static_cast<size_t>(n));
+  EXPECT_EQ(j["maps"][0]["attention"][0].size(), static_cast<size_t>(n));
+  EXPECT_TRUE(j.contains("prediction"));
+  EXPECT_TRUE(Contains(r.out, "attention.html")) << Describe(r);
+
+  // float16 maps decode to the same picture (within half precision).
+  const fs::path half = dir_ / "half";
+  r = Run("attention", {"--text-a=the cat was here", "--layer=1", "--head=3",
+                        "--float16", "--out-dir", half.string()});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_TRUE(fs::exists(half / "attention_L1_H3.svg"));
+}
+
+// A small TSV labelled with the model's own label names.
+fs::path WriteDataset(const fs::path& dir, const std::string& bad_row = "") {
+  const fs::path path = dir / "dev.tsv";
+  std::ofstream out(path);
+  out << "sentence1\tsentence2\tlabel\n"
+      << "the cat was here\tit is not\tpositive\n"
+      << "she said no\tthey were out\tnegative\n"
+      << bad_row << "a dog and a cat\tthe dog is in\tneutral\n"
+      << "we will go\tyou can not\tpositive\n"
+      << "this is it\tthat was all\tnegative\n";
+  return path;
+}
+
+TEST_F(CliE2eTest, SweepOutDirWritesReportsFiguresAndSummary) {
+  const fs::path& dir = dir_;
+  const fs::path data = WriteDataset(dir);
+  const fs::path out = dir / "sweep";
+  CliResult r = Run(
+      "sweep", {"--data", data.string(), "--text-a=sentence1",
+                "--text-b=sentence2", "--label=label", "--heads", "--layers",
+                "--random=0.5,2,1", "--quiet", "--out-dir", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const std::string csv = ReadFile(out / "sweep_results.csv");
+  EXPECT_TRUE(Contains(csv, "head-L2H3")) << csv;
+  EXPECT_TRUE(Contains(csv, "layer-1")) << csv;
+  EXPECT_TRUE(Contains(csv, "random-0.50-r1")) << csv;
+  nlohmann::json j =
+      nlohmann::json::parse(ReadFile(out / "sweep_results.json"));
+  EXPECT_EQ(j["num_layers"], 3);
+  EXPECT_EQ(j["results"].size(), 12u + 3u + 2u);
+  EXPECT_EQ(j["baseline"]["examples"], 5);
+  for (const char* svg :
+       {"heads_heatmap.svg", "layer_bars.svg", "fraction_curve.svg"}) {
+    EXPECT_TRUE(Contains(ReadFile(out / svg), "<svg")) << svg;
+  }
+  // The summary table on stdout.
+  for (const char* part :
+       {"Baseline accuracy", "single heads", "Whole layers masked",
+        "Random masks", "all layers", "heads_heatmap.svg"}) {
+    EXPECT_TRUE(Contains(r.out, part)) << part << "\n" << Describe(r);
+  }
+}
+
+TEST_F(CliE2eTest, UsageErrorsExit2) {
+  CliResult r = Run("classify", {"--no-such-flag"});
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "unknown flag --no-such-flag")) << Describe(r);
+  r = RunCli({"frobnicate"});
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "unknown command 'frobnicate'")) << Describe(r);
+  r = Run("sweep", {"--data=x.tsv"});  // no masks
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+}
+
+TEST_F(CliE2eTest, BadDatasetRowExits3NamingTheLine) {
+  const fs::path& dir = dir_;
+  const fs::path data = WriteDataset(dir, "oops\tbad\tno-such-label\n");
+  CliResult r = Run(
+      "sweep", {"--data", data.string(), "--text-a=sentence1",
+                "--text-b=sentence2", "--label=label", "--layers", "--quiet"});
+  EXPECT_EQ(r.exit_code, 3) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, data.string() + ":4")) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "no-such-label")) << Describe(r);
+}
+
+TEST(CliE2eNoServerTest, UnreachableTargetExits1) {
+  // Port 1 on loopback: nothing listens there, the connect fails at once.
+  for (const char* command : {"health", "info"}) {
+    CliResult r = RunCli({command, "--target=127.0.0.1:1", "--timeout=3"});
+    EXPECT_EQ(r.exit_code, 1) << command << "\n" << Describe(r);
+    EXPECT_TRUE(Contains(r.err, absl::StrCat("bertology ", command, ": ")))
+        << Describe(r);
+  }
+}
+
+TEST(CliE2eNoServerTest, HelpOnEverySubcommandExits0) {
+  CliResult top = RunCli({"--help"});
+  EXPECT_EQ(top.exit_code, 0) << Describe(top);
+  for (const char* command :
+       {"info", "tokenize", "classify", "attention", "sweep", "health"}) {
+    CliResult r = RunCli({command, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << command << "\n" << Describe(r);
+    EXPECT_TRUE(Contains(r.out, "Usage: bertology")) << Describe(r);
+    EXPECT_TRUE(Contains(r.out, "--target")) << Describe(r);
+  }
+  EXPECT_TRUE(Contains(RunCli({"sweep", "--help"}).out, "--out-dir"));
+  EXPECT_TRUE(Contains(RunCli({"attention", "--help"}).out, "--out-dir"));
+}
+
+}  // namespace
+}  // namespace client
+}  // namespace bertology
