@@ -4,7 +4,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench format clean
+.PHONY: all deps configure build test demo bench model format clean
 
 all: build
 
@@ -27,6 +27,10 @@ demo: build
 
 bench: build
 	scripts/bench.sh $(BUILD_DIR)
+
+# Re-creates the default model into out/querytitle-zh-tiny (~30 min).
+model: build
+	scripts/train_default_model.sh $(BUILD_DIR)
 
 format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i

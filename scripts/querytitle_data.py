@@ -30,8 +30,8 @@ import random
 # every seed shares the same character set.
 POOL_START = 0x4E00
 POOL_SIZE = 300
-LEXICON_SIZE = 240
-FILLER_SIZE = 160
+LEXICON_SIZE = 120
+FILLER_SIZE = 80
 
 
 def make_lexicon(rng):
@@ -79,7 +79,7 @@ def interleave(rng, pieces, filler):
 
 def make_title(rng, target, query_words, filler_words):
     qchars = set("".join(query_words))
-    n_fill = rng.randint(2, 4)
+    n_fill = rng.randint(2, 3)
     fill = fillers(rng, filler_words, qchars, n_fill)
     if target == 4:
         parts = interleave(rng, ["".join(query_words)], fill)

@@ -14,6 +14,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -101,6 +103,13 @@ std::vector<char*> MergeModelFlags(int argc, char** argv, std::string* merged) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // absl's --help lists only flags of files named like the program; ours
+  // live in server/main.cc, so say so (--helpfull still lists every flag).
+  absl::FlagsUsageConfig usage_config;
+  usage_config.contains_help_flags = [](absl::string_view path) {
+    return absl::EndsWith(path, "server/main.cc");
+  };
+  absl::SetFlagsUsageConfig(usage_config);
   absl::SetProgramUsageMessage(
       "Serves HF BERT classifiers over gRPC with request-scoped head masks.\n"
       "  bertology-server --model=NAME=DIR [--model=NAME=DIR ...] "

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# make bench: the issue-6 performance table for the shipped default model and
+# a random BERT-base-shaped checkpoint (written here, never committed).
+# Usage: scripts/bench.sh [BUILD_DIR]   (env: see the defaults below)
+# Writes out/bench/*.json, bench/results-cpu.json, and prints one table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${1:-build}
+BIN=$BUILD_DIR/bin
+OUT=${BENCH_OUT:-out/bench}
+PY=${BENCH_PYTHON:-/usr/bin/python3}
+MODEL=${BENCH_MODEL:-models/querytitle-zh-tiny}
+THREADS=${BENCH_THREADS:-$(nproc)}
+# Sizes chosen so the whole run stays well under 10 minutes on 2 cores.
+TINY_EXAMPLES=${BENCH_TINY_EXAMPLES:-256}
+BASE_EXAMPLES=${BENCH_BASE_EXAMPLES:-16}
+BASE_MASKS=${BENCH_BASE_MASKS:-24}
+SECONDS_PER_POINT=${BENCH_SECONDS:-3}
+
+for b in bertology-bench-core bertology-bench-grpc bertology-server; do
+  if [[ ! -x $BIN/$b ]]; then
+    echo "bench: $BIN/$b is missing (is add_subdirectory(bench) in CMakeLists.txt?)" >&2
+    exit 1
+  fi
+done
+if [[ ! -f $MODEL/config.json ]]; then
+  echo "bench: no model at $MODEL (set BENCH_MODEL=DIR)" >&2
+  exit 1
+fi
+mkdir -p "$OUT"
+rm -f "$OUT"/*.json
+
+# Held-out labelled examples: the query-title test split (seed 1).
+"$PY" scripts/querytitle_data.py "$OUT/data" --seed 1 --train 0 --dev 0 \
+  --test 1000 >/dev/null
+DATA=$OUT/data/test.tsv
+BASE_DIR=$OUT/bert-base-random
+if [[ ! -f $BASE_DIR/model.safetensors ]]; then
+  echo "bench: writing a random BERT-base checkpoint to $BASE_DIR" >&2
+  "$BIN/bertology-bench-core" --model="$MODEL" --make_random_model="$BASE_DIR"
+fi
+
+core() {  # NAME DIR EXAMPLES MASKS
+  echo "bench: sweep + encoder, $1" >&2
+  "$BIN/bertology-bench-core" --model="$2" --name="$1" --data="$DATA" \
+    --examples="$3" --masks="$4" --threads="$THREADS" \
+    --json_out="$OUT/core-$1.json" >/dev/null
+}
+core default "$MODEL" "$TINY_EXAMPLES" 0
+core bert-base "$BASE_DIR" "$BASE_EXAMPLES" "$BASE_MASKS"
+
+free_port() {
+  "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+SERVER_PID=
+stop_server() {
+  if [[ -n $SERVER_PID ]]; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=
+  fi
+}
+trap stop_server EXIT
+
+grpc() {  # NAME DIR MAX_BATCH ATTENTION
+  local port
+  port=$(free_port)
+  echo "bench: Classify under load, $1, --max_batch_size=$3" >&2
+  "$BIN/bertology-server" --model="$1=$2" --listen="127.0.0.1:$port" \
+    --metrics_listen= --threads="$THREADS" --max_batch_size="$3" \
+    --max_seq_len=128 --warmup_passes=1 >"$OUT/server-$1-b$3.log" 2>&1 &
+  SERVER_PID=$!
+  "$BIN/bertology-bench-grpc" --target="127.0.0.1:$port" --data="$DATA" \
+    --clients=1,8,32 --seconds="$SECONDS_PER_POINT" --attention="$4" \
+    --json_out="$OUT/grpc-$1-b$3.json" >/dev/null
+  stop_server
+}
+for name in default bert-base; do
+  dir=$MODEL
+  [[ $name == bert-base ]] && dir=$BASE_DIR
+  grpc "$name" "$dir" 1 false
+  grpc "$name" "$dir" 32 true
+done
+
+"$PY" bench/report.py "$OUT" --json_out=bench/results-cpu.json

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Measures a trained query-title model through the real server and writes
+its model card: MODEL/card.json (what tests check) and MODEL/README.md.
+
+  PYTHONPATH=build/python:client/python /usr/bin/python3 \
+      scripts/make_model_card.py --bin build/bin \
+      --model models/querytitle-zh-tiny --baselines baselines.json \
+      --train-seconds 1800 --sweep-examples 1000
+
+Everything it reports is measured here: test accuracy and confusion through
+Classify, a word-order probe (grade-4 titles with their characters
+shuffled), and the study's sweeps through `bertology sweep` (figures and
+results under MODEL/sweep/).
+"""
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import evaluate_model  # noqa: E402
+from bertology_client import Client  # noqa: E402
+
+
+def start_server(bin_dir, model):
+    log = tempfile.NamedTemporaryFile(prefix="card-server-", suffix=".log")
+    proc = subprocess.Popen(
+        [os.path.join(bin_dir, "bertology-server"), "--model=querytitle=" + model,
+         "--listen=127.0.0.1:0", "--metrics_listen=", f"--threads={os.cpu_count()}"],
+        stdout=log, stderr=subprocess.STDOUT)
+    port = None
+    while port is None:
+        if proc.poll() is not None:
+            sys.exit("server exited: " + open(log.name).read())
+        for line in open(log.name):
+            if "listening on port" in line:
+                port = int(line.split("listening on port")[1].split(",")[0])
+        time.sleep(0.1)
+    client = Client(f"127.0.0.1:{port}", timeout=600)
+    while client.health() != "SERVING":
+        time.sleep(0.2)
+    return proc, client, port, log
+
+
+def order_probe(client, rows):
+    """Grade-4 pairs vs the same titles with characters shuffled."""
+    fours = [(q, t) for q, t, y in rows if y == "4"]
+    rng = random.Random(7)
+    shuffled = []
+    for q, t in fours:
+        c = list(t)
+        rng.shuffle(c)
+        shuffled.append((q, "".join(c)))
+    before = client.classify(fours).labels
+    after = client.classify(shuffled).labels
+    return {"pairs": len(fours),
+            "predicted_4_in_order": float((before == 4).mean()),
+            "predicted_4_shuffled": float((after == 4).mean()),
+            "mean_grade_in_order": float(before.mean()),
+            "mean_grade_shuffled": float(after.mean())}
+
+
+def findings(sweep):
+    res = sweep["results"]
+    single = [r for r in res if r["mask_id"].startswith("head-")]
+    layers = [r for r in res if r["mask_id"].startswith("layer-")]
+    rand = [r for r in res if r["mask_id"].startswith("random-")]
+    out = {"baseline_accuracy": sweep["baseline"]["accuracy"]}
+    ch = sorted(single, key=lambda r: r["relative_change_percent"])
+    out["single_heads"] = {
+        "masks": len(single),
+        "changed_over_1pct": sum(abs(r["relative_change_percent"]) > 1 for r in single),
+        "unchanged": sum(r["correct"] == sweep["baseline"]["correct"] for r in single),
+        "most_harmful": [(r["mask_id"], round(r["relative_change_percent"], 2)) for r in ch[:5]],
+        "most_helpful": [(r["mask_id"], round(r["relative_change_percent"], 2)) for r in ch[::-1][:5]],
+    }
+    out["layers"] = [(r["mask_id"], round(r["relative_change_percent"], 2)) for r in layers]
+    groups = {}
+    for r in rand:
+        # ids: random-0.30-L0-6-r2 (layer range) or random-0.30-r2
+        parts = r["mask_id"].split("-")
+        frac = parts[1]
+        rng = "-".join(parts[2:4]) if parts[2].startswith("L") else "all"
+        groups.setdefault((rng, frac), []).append(r["relative_change_percent"])
+    out["random"] = [{"layers": k[0], "fraction": float(k[1]),
+                      "mean_change_percent": round(statistics.mean(v), 2),
+                      "min": round(min(v), 2), "max": round(max(v), 2), "repeats": len(v)}
+                     for k, v in sorted(groups.items())]
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", default="build/bin")
+    ap.add_argument("--model", default="models/querytitle-zh-tiny")
+    ap.add_argument("--baselines", required=True)
+    ap.add_argument("--train-seconds", type=float, required=True)
+    ap.add_argument("--sweep-examples", type=int, default=1000)
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    m = args.model
+    test_rows = evaluate_model.read_tsv(os.path.join(m, "data", "test.tsv"))
+    proc, client, port, log = start_server(args.bin, m)
+    try:
+        info = client.info()["models"][0]
+        ev = evaluate_model.evaluate(client, test_rows)
+        probe = order_probe(client, test_rows)
+        specs = ["--heads", "--layers"]
+        for f in (0.1, 0.2, 0.3, 0.4, 0.5):
+            specs += [f"--random={f},{args.repeats},1,0-5", f"--random={f},{args.repeats},1,6-11"]
+        t0 = time.time()
+        subprocess.run([os.path.join(args.bin, "bertology"), "sweep",
+                        f"--target=127.0.0.1:{port}", "--data=" + os.path.join(m, "data", "test.tsv"),
+                        "--text-a=0", "--text-b=1", "--label=2",
+                        f"--limit={args.sweep_examples}", "--out-dir=" + os.path.join(m, "sweep"),
+                        "--quiet"] + specs, check=True, stdout=subprocess.DEVNULL)
+        sweep_seconds = time.time() - t0
+    finally:
+        client.close()
+        proc.terminate()
+        proc.wait()
+    with open(os.path.join(m, "sweep", "sweep_results.json")) as f:
+        sweep = json.load(f)
+    with open(args.baselines) as f:
+        baselines = json.load(f)
+    with open(os.path.join(m, "train_log.json")) as f:
+        train_log = json.load(f)
+    files = {name: os.path.getsize(os.path.join(m, name))
+             for name in ("config.json", "model.safetensors", "vocab.txt",
+                          "tokenizer_config.json")}
+    card = {"name": os.path.basename(m.rstrip("/")), "labels": info["label_names"],
+            "layers": info["num_layers"], "heads": info["num_heads"],
+            "hidden_size": info["hidden_size"], "vocab_size": info["vocab_size"],
+            "files": files, "test_examples": ev["examples"],
+            "test_accuracy": round(ev["accuracy"], 4), "confusion": ev["confusion"],
+            "baselines": baselines, "order_probe": probe,
+            "train_seconds": round(args.train_seconds), "train_log": train_log,
+            "sweep_examples": min(args.sweep_examples, len(test_rows)),
+            "sweep_seconds": round(sweep_seconds, 1), "findings": findings(sweep)}
+    with open(os.path.join(m, "card.json"), "w") as f:
+        json.dump(card, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print(json.dumps(card, indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
