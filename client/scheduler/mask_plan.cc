@@ -2,15 +2,13 @@
 
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <numeric>
-#include <random>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "server/core/mask_generators.h"
 
 namespace bertology {
 namespace client {
@@ -36,64 +34,27 @@ PlannedMask Ablating(std::string id, std::string spec,
   return m;
 }
 
-// Same draws as the server's UniformBelow.
-uint64_t UniformBelow(std::mt19937_64& rng, uint64_t n) {
-  const uint64_t limit = std::numeric_limits<uint64_t>::max() -
-                         std::numeric_limits<uint64_t>::max() % n;
-  uint64_t x;
-  do {
-    x = rng();
-  } while (x >= limit);
-  return x % n;
-}
-
+// The server's own generator (server/core/mask_generators.h, no libtorch),
+// so the ids and heads are the ones the server would expand.
 absl::Status PlanRandom(const v1::MaskSpec::RandomFraction& r, int i,
                         const MaskPlanOptions& o,
                         std::vector<PlannedMask>* out) {
-  const std::string field = absl::StrCat("masks[", i, "].random");
-  const int begin = r.layer_begin();
   const int end = r.layer_end() == 0 ? o.layers : r.layer_end();
-  if (begin < 0 || begin >= end || end > o.layers) {
+  absl::StatusOr<std::vector<SweepMask>> masks =
+      RandomMasks(o.layers, o.heads, r.fraction(), r.repeats(), r.seed(),
+                  r.layer_begin(), end,
+                  o.mode == v1::ABLATION_MODE_UNIFORM ? AblationMode::kUniform
+                                                      : AblationMode::kZero);
+  if (!masks.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, ": layers [", begin, ", ", end,
-                     ") are not a range of the model's ", o.layers));
+        absl::StrCat("masks[", i, "].random: ", masks.status().message()));
   }
-  if (!(r.fraction() > 0.0 && r.fraction() <= 1.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".fraction=", r.fraction(), " is not in (0, 1]"));
-  }
-  if (r.repeats() < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".repeats=", r.repeats(), " must be >= 1"));
-  }
-  const int n = (end - begin) * o.heads;
-  const int k = static_cast<int>(std::lround(r.fraction() * n));
-  if (k < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": fraction=", r.fraction(), " of ", n,
-                     " heads rounds to 0 heads"));
-  }
-  const bool all_layers = begin == 0 && end == o.layers;
-  const std::string range =
-      all_layers ? "" : absl::StrCat("-L", begin, "-", end);
-  std::mt19937_64 rng(r.seed());
-  std::vector<int> pool(n);
-  for (int rep = 0; rep < r.repeats(); ++rep) {
-    std::iota(pool.begin(), pool.end(), 0);
-    for (int j = 0; j < k; ++j) {
-      const int swap = j + static_cast<int>(UniformBelow(rng, n - j));
-      std::swap(pool[j], pool[swap]);
-    }
+  for (const SweepMask& m : *masks) {
     std::vector<std::pair<int, int>> off;
-    for (int j = 0; j < k; ++j) {
-      off.push_back({begin + pool[j] / o.heads, pool[j] % o.heads});
+    for (const LayerHead& lh : m.mask.AffectedHeads()) {
+      off.push_back({lh.layer, lh.head});
     }
-    out->push_back(Ablating(
-        absl::StrFormat("random-%.2f%s-r%d", r.fraction(), range, rep),
-        absl::StrFormat("ablate %d random heads of %d in layers [%d, %d), "
-                        "seed %d, repeat %d (%s)",
-                        k, n, begin, end, r.seed(), rep, ModeName(o.mode)),
-        off));
+    out->push_back(Ablating(m.id, m.spec, off));
   }
   return absl::OkStatus();
 }

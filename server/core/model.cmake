@@ -2,7 +2,6 @@
 # The torch::nn BERT (bert_layer, bert_model), request-scoped head masks
 # (head_mask) and the loaded, thread-safe Model facade (model).
 add_library(bertology_model STATIC
-  head_mask.cc
   bert_layer.cc
   bert_model.cc
   model.cc
@@ -10,6 +9,7 @@ add_library(bertology_model STATIC
 )
 target_include_directories(bertology_model PUBLIC ${BERTOLOGY_CORE_INCLUDE})
 target_link_libraries(bertology_model PUBLIC
+  bertology_masks
   bertology_checkpoint
   bertology_tokenizer
   ${TORCH_LIBRARIES}
@@ -19,7 +19,7 @@ target_link_libraries(bertology_model PUBLIC
 )
 
 bertology_test(NAME head_mask_test SOURCES head_mask_test.cc
-  LIBS bertology_model absl::strings)
+  LIBS bertology_masks absl::strings)
 bertology_test(NAME bert_model_test SOURCES bert_model_test.cc
   LIBS bertology_model)
 # Numerical goldens from tests/golden/make_golden.py, plus the shared tiny

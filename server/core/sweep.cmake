@@ -1,7 +1,6 @@
 # Owned by the sweep work; defines bertology_sweep (mask generators and the
 # sweep executor; no gRPC) and its tests.
 add_library(bertology_sweep
-  mask_generators.cc
   sweep.cc
 )
 target_include_directories(bertology_sweep PUBLIC ${BERTOLOGY_CORE_INCLUDE})
@@ -10,7 +9,7 @@ target_link_libraries(bertology_sweep PUBLIC bertology_model
 
 bertology_test(NAME mask_generators_test
   SOURCES mask_generators_test.cc
-  LIBS bertology_sweep GTest::gmock)
+  LIBS bertology_masks GTest::gmock)
 
 bertology_test(NAME sweep_test
   SOURCES sweep_test.cc
