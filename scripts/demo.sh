@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 MODEL=${BERTOLOGY_DEMO_MODEL:-models/querytitle-zh-tiny}
-EXAMPLES=${BERTOLOGY_DEMO_EXAMPLES:-1000}  # test rows the sweeps score
+EXAMPLES=${BERTOLOGY_DEMO_EXAMPLES:-500}  # test rows the sweeps score
 OUT=out/demo
 BIN=$BUILD/bin
 mkdir -p "$OUT"

@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import evaluate_model  # noqa: E402
 from bertology_client import Client  # noqa: E402
@@ -56,8 +58,12 @@ def order_probe(client, rows):
         c = list(t)
         rng.shuffle(c)
         shuffled.append((q, "".join(c)))
-    before = client.classify(fours).labels
-    after = client.classify(shuffled).labels
+    def labels(pairs):  # in calls under the server's --max_inputs_per_call
+        return np.concatenate([client.classify(pairs[i:i + 200]).labels
+                               for i in range(0, len(pairs), 200)])
+
+    before = labels(fours)
+    after = labels(shuffled)
     return {"pairs": len(fours),
             "predicted_4_in_order": float((before == 4).mean()),
             "predicted_4_shuffled": float((after == 4).mean()),
