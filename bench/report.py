@@ -1,0 +1,103 @@
+"""Prints the bench table from scripts/bench.sh's JSON files and merges them.
+
+Usage: report.py OUT_DIR [--json_out=PATH]
+Reads OUT_DIR/core-NAME.json and OUT_DIR/grpc-NAME-bN.json.
+"""
+import datetime
+import glob
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+
+
+def machine():
+    model = ""
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "kernel": platform.release(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def load(out):
+    result = {"machine": machine(), "models": {}}
+    for path in sorted(glob.glob(os.path.join(out, "core-*.json"))):
+        name = os.path.basename(path)[5:-5]
+        result["models"].setdefault(name, {})["core"] = json.load(open(path))
+    for path in sorted(glob.glob(os.path.join(out, "grpc-*.json"))):
+        m = re.match(r"grpc-(.*)-b(\d+)\.json$", os.path.basename(path))
+        entry = result["models"].setdefault(m.group(1), {})
+        entry.setdefault("grpc", {})["max_batch_size=" + m.group(2)] = json.load(open(path))
+    return result
+
+
+def table(result):
+    rows = []
+    for name, entry in result["models"].items():
+        core = entry.get("core", {})
+        shape = f"{core.get('layers')}x{core.get('heads')} d={core.get('hidden')}"
+        s = core.get("sweep")
+        if s:
+            rows.append((name, f"sweep naive loop (a) [{s['examples']} ex x {s['masks'] + 1} masks of {s['masks_of'] + 1}, "
+                               f"{s['mean_tokens']:.0f} tok, batch {s['batch']}]", f"{s['naive_rate']:.0f} (mask x ex)/s"))
+            rows.append((name, "sweep engine (b)", f"{s['engine_rate']:.0f} (mask x ex)/s"))
+            if "engine_wide_rate" in s:
+                rows.append((name, f"sweep engine, max_batch_rows={s['engine_batch']}",
+                             f"{s['engine_wide_rate']:.0f} (mask x ex)/s = {s['engine_wide_rate'] / s['naive_rate']:.2f}x (a)"))
+            rows.append((name, "  bounds: prefix reuse (layer passes a/b); padding a, b",
+                         f"{s['prefix_reuse_bound']:.2f}x; {s['naive_padding']:.2f}, {s['engine_padding']:.2f} padded/real tokens"))
+            ok = "agree" if s["masks_disagreeing"] == 0 else f"{s['masks_disagreeing']} masks DISAGREE"
+            rows.append((name, "sweep ratio b/a (target >= 3)", f"{s['ratio']:.2f}x ({ok})"))
+        e = core.get("encoder")
+        if e:
+            rows.append((name, f"encoder {e['batch']}x{e['tokens']} tok ({shape})",
+                         f"{e['gflops']:.1f} GFLOP/s = {100 * e['fraction']:.0f}% of sgemm {e['sgemm_gflops']:.1f} (target >= 50%)"))
+        grpc = entry.get("grpc", {})
+        for config in sorted(grpc, key=lambda k: int(k.split("=")[1])):
+            for point in grpc[config].get("classify", []):
+                rows.append((name, f"Classify {point['clients']:>2} clients, {config}",
+                             f"{point['calls_per_s']:.1f} calls/s, p50 {point['p50_ms']:.1f} ms, p99 {point['p99_ms']:.1f} ms"
+                             + (f", {point['errors']} errors" if point["errors"] else "")))
+        b1 = {p["clients"]: p["calls_per_s"] for p in grpc.get("max_batch_size=1", {}).get("classify", [])}
+        bn = {p["clients"]: p["calls_per_s"] for c, g in grpc.items() if c != "max_batch_size=1" for p in g.get("classify", [])}
+        if b1.get(32) and bn.get(32):
+            rows.append((name, "batcher gain at 32 clients (target >= 2)", f"{bn[32] / b1[32]:.2f}x"))
+        for g in grpc.values():
+            a = g.get("attention")
+            if not a:
+                continue
+            for enc in ("float32", "float16"):
+                if enc in a and "bytes" in a[enc]:
+                    rows.append((name, f"GetAttention {a[enc]['maps']} maps, {a['tokens']} tok, {enc.upper()}",
+                                 f"{a[enc]['bytes'] / 1e6:.2f} MB, p50 {a[enc]['p50_ms']:.1f} ms"))
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    m = result["machine"]
+    lines = [f"bertology bench, CPU: {m['cpu']}, {m['cores']} cores, {m['date']}",
+             f"{'model':<{w0}}  {'measure':<{w1}}  result", "-" * (w0 + w1 + 60)]
+    lines += [f"{a:<{w0}}  {b:<{w1}}  {c}" for a, b, c in rows]
+    return "\n".join(lines)
+
+
+def main():
+    out = sys.argv[1]
+    json_out = None
+    for arg in sys.argv[2:]:
+        if arg.startswith("--json_out="):
+            json_out = arg.split("=", 1)[1]
+    result = load(out)
+    print(table(result))
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+// One place that sizes every compute thread pool the core uses on CPU.
+//
+// libtorch runs element-wise ops on its OpenMP pool but calls the system
+// BLAS (OpenBLAS on Debian) for float32 GEMM, and OpenBLAS keeps a pthread
+// pool of its own, sized to all cores and blind to at::set_num_threads.
+// Both pools spin while waiting, so with both at the core count they take
+// turns preempting each other (see bench/RESULTS.md for the measurement).
+#ifndef BERTOLOGY_CORE_THREADING_H_
+#define BERTOLOGY_CORE_THREADING_H_
+
+namespace bertology {
+
+struct ThreadSettings {
+  int intra_op = 0;  // libtorch (OpenMP) intra-op threads; 0: leave
+  int blas = 0;      // OpenBLAS pthreads; 0: leave, -1: not OpenBLAS
+};
+
+// Sets libtorch's intra-op pool to `intra_op` (when > 0) and OpenBLAS's
+// pool, when OpenBLAS is the BLAS loaded (found with dlsym at run time, so
+// any other BLAS is left alone), to `blas_threads` (when > 0). Returns what
+// is in effect afterwards. Call once at start-up, before serving.
+ThreadSettings ConfigureThreads(int intra_op, int blas_threads);
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CORE_THREADING_H_
