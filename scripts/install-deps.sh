@@ -15,9 +15,13 @@ BUILD_PKGS=(
   libgtest-dev libgmock-dev
   # libtorch 1.13 links the generic libblas.so.3; without an optimised
   # provider matrix products fall back to the reference BLAS (~25x slower).
-  # The pthread flavour, not -openmp: libtorch parallelises across ops with
-  # its own OpenMP pool and calls BLAS from inside it; openblas-pthread
-  # measured faster here (see bench/RESULTS.md, "BLAS flavour").
+  # The pthread flavour, not -openmp: bench/blas_flavour.py (BERT-shaped
+  # GEMMs, 2 threads) measured them level within noise on this 2-core box
+  # (pthread 187/82 GFLOP/s, openmp 170/86 in two interleaved runs under
+  # load; reference BLAS 5-7). pthread keeps OpenBLAS's pool separate from
+  # libtorch's GNU OpenMP pool, so OPENBLAS_NUM_THREADS tunes it alone; the
+  # two pools spin against each other when both are 2 wide on 2 cores
+  # (README, Performance), which is what matters more here.
   libopenblas0-pthread
 )
 # Tools the tests drive: the Python reference (goldens, second gRPC stack),
