@@ -8,9 +8,7 @@ Run by ctest; by hand:
 """
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -23,6 +21,7 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "scripts"))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
 import evaluate_model  # noqa: E402
 from bertology_client import Client  # noqa: E402
+from live_server import LiveServer  # noqa: E402
 
 
 class DefaultModelTest(unittest.TestCase):
@@ -31,24 +30,10 @@ class DefaultModelTest(unittest.TestCase):
     def setUpClass(cls):
         with open(os.path.join(MODEL_DIR, "card.json")) as f:
             cls.card = json.load(f)
-        cls.log = tempfile.NamedTemporaryFile(prefix="bertology-default-", suffix=".log")
-        cls.proc = subprocess.Popen(
-            [os.path.join(BIN_DIR, "bertology-server"),
-             "--model=querytitle=" + MODEL_DIR, "--listen=127.0.0.1:0",
-             "--metrics_listen=", "--threads=2"],
-            stdout=cls.log, stderr=subprocess.STDOUT)
-        port = None
+        cls.server = LiveServer(BIN_DIR, ["--model=querytitle=" + MODEL_DIR,
+                                          "--threads=2"], timeout=120)
+        port = cls.server.port
         deadline = time.time() + 120
-        while time.time() < deadline and port is None:
-            with open(cls.log.name) as f:
-                for line in f:
-                    if "listening on port" in line:
-                        port = int(line.split("listening on port")[1].split(",")[0])
-            if cls.proc.poll() is not None:
-                raise RuntimeError("server exited: " + open(cls.log.name).read())
-            time.sleep(0.1)
-        if port is None:
-            raise RuntimeError("server did not start: " + open(cls.log.name).read())
         cls.client = Client(f"127.0.0.1:{port}", timeout=120)
         while time.time() < deadline and cls.client.health() != "SERVING":
             time.sleep(0.2)
@@ -56,8 +41,7 @@ class DefaultModelTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.client.close()
-        cls.proc.terminate()
-        cls.proc.wait(timeout=30)
+        cls.server.stop()
 
     def test_files_match_card(self):
         for name, size in self.card["files"].items():

@@ -10,11 +10,8 @@ Run by ctest; by hand:
 
 import json
 import os
-import re
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -32,6 +29,7 @@ BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", 
 MODEL_DIR = os.path.join(SOURCE_DIR, "tests", "golden", "tiny-bert-cls")
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
 import make_golden  # noqa: E402  (the reference BERT)
+from live_server import LiveServer  # noqa: E402
 
 TEXTS = [("the cat sat on the mat", ""), ("a dog", "it was there"),
          ("this was not what they said", "")]
@@ -68,24 +66,10 @@ class ServiceTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.log = tempfile.NamedTemporaryFile(prefix="bertology-py-", suffix=".log")
-        cls.proc = subprocess.Popen(
-            [os.path.join(BIN_DIR, "bertology-server"),
-             "--model=tiny=" + MODEL_DIR, "--listen=127.0.0.1:0",
-             "--metrics_listen=", "--threads=1", "--warmup_passes=1"],
-            stdout=cls.log, stderr=subprocess.STDOUT)
-        port = None
+        cls.server = LiveServer(BIN_DIR, ["--model=tiny=" + MODEL_DIR,
+                                          "--threads=1", "--warmup_passes=1"])
+        port = cls.server.port
         deadline = time.time() + 60
-        while time.time() < deadline and port is None:
-            with open(cls.log.name) as f:
-                m = re.search(r"listening on port (\d+)", f.read())
-            if m:
-                port = int(m.group(1))
-            elif cls.proc.poll() is not None:
-                raise RuntimeError("server exited: " + open(cls.log.name).read())
-            time.sleep(0.02)
-        if port is None:
-            raise RuntimeError("no port: " + open(cls.log.name).read())
         cls.channel = grpc.insecure_channel("127.0.0.1:%d" % port)
         while time.time() < deadline:
             try:
@@ -100,9 +84,7 @@ class ServiceTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.channel.close()
-        cls.proc.terminate()
-        cls.proc.wait(timeout=30)
-        cls.log.close()
+        cls.server.stop()
 
     def reference(self, text_a, text_b, mask_values=None, uniform=False):
         """(logits [C], attentions [L][H, T, T]) of the reference BERT on the
