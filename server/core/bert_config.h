@@ -29,7 +29,9 @@ struct BertConfig {
   std::string architecture;
 
   int head_size() const { return hidden_size / num_attention_heads; }
-  int num_heads_total() const { return num_hidden_layers * num_attention_heads; }
+  int num_heads_total() const {
+    return num_hidden_layers * num_attention_heads;
+  }
 
   // Parses and validates (sizes positive, hidden divisible by heads, known
   // activation). Errors name `source` (the file path) and the field.

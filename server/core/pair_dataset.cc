@@ -145,8 +145,8 @@ absl::StatusOr<std::vector<PairExample>> ReadPairDataset(
     int unused = 0;
     has_header = !IsIndex(options.text_a, &unused);
   }
-  auto split = [&](const std::string& line)
-      -> absl::StatusOr<std::vector<std::string>> {
+  auto split =
+      [&](const std::string& line) -> absl::StatusOr<std::vector<std::string>> {
     if (format == Format::kCsv) return SplitCsvLine(line);
     return std::vector<std::string>(absl::StrSplit(line, '\t'));
   };
@@ -161,7 +161,9 @@ absl::StatusOr<std::vector<PairExample>> ReadPairDataset(
     ++n;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     auto h = split(line);
-    if (!h.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ":1: ", h.status().message()));
+    if (!h.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":1: ", h.status().message()));
     header = *h;
   }
   const std::vector<std::string>* hp = header ? &*header : nullptr;
@@ -184,9 +186,8 @@ absl::StatusOr<std::vector<PairExample>> ReadPairDataset(
           absl::StrCat(path, ":", n, ": ", fields.status().message()));
     }
     if (static_cast<int>(fields->size()) < need) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ":", n, ": ", fields->size(), " columns, need ",
-                       need));
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ":", n, ": ", fields->size(), " columns, need ", need));
     }
     PairExample ex;
     ex.line = n;

@@ -27,7 +27,8 @@ TEST(PairDatasetTest, TsvByIndexWithoutHeader) {
 }
 
 TEST(PairDatasetTest, GlueTsvByNameWithHeader) {
-  auto path = WriteTemp("glue.tsv", "label\tid\tsentence\nyes\t7\tgood film\r\n");
+  auto path =
+      WriteTemp("glue.tsv", "label\tid\tsentence\nyes\t7\tgood film\r\n");
   PairDatasetOptions o;
   o.text_a = "sentence";
   o.text_b = "";

@@ -10,10 +10,10 @@
 #define BERTOLOGY_CONCAT_(a, b) BERTOLOGY_CONCAT_INNER_(a, b)
 
 // Returns from the current function if `expr` yields a non-OK absl::Status.
-#define RETURN_IF_ERROR(expr)                 \
-  do {                                        \
-    ::absl::Status _st = (expr);              \
-    if (!_st.ok()) return _st;                \
+#define RETURN_IF_ERROR(expr)    \
+  do {                           \
+    ::absl::Status _st = (expr); \
+    if (!_st.ok()) return _st;   \
   } while (0)
 
 // `ASSIGN_OR_RETURN(auto x, StatusOrExpr())` declares/assigns `x` from the

@@ -1,9 +1,9 @@
 // bertology-train: trains a BertForSequenceClassification from scratch on a
 // TSV/CSV/JSONL of labelled pairs and writes an HF model directory.
+#include <torch/torch.h>
+
 #include <cstdio>
 #include <string>
-
-#include <torch/torch.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -13,7 +13,8 @@
 ABSL_FLAG(std::string, train, "", "Training set (TSV, CSV or JSONL).");
 ABSL_FLAG(std::string, dev, "", "Dev set, evaluated after every epoch.");
 ABSL_FLAG(std::string, out, "", "Output model directory.");
-ABSL_FLAG(std::string, text_a, "0", "Column (name or 0-based index) of text a.");
+ABSL_FLAG(std::string, text_a, "0",
+          "Column (name or 0-based index) of text a.");
 ABSL_FLAG(std::string, text_b, "1", "Column of text b ('' for single texts).");
 ABSL_FLAG(std::string, label, "2", "Column of the label.");
 ABSL_FLAG(int, layers, 12, "Encoder layers.");
@@ -67,7 +68,8 @@ int main(int argc, char** argv) {
   torch::set_num_threads(absl::GetFlag(FLAGS_threads));
   absl::Status st = bertology::Train(o);
   if (!st.ok()) {
-    std::fprintf(stderr, "bertology-train: %s\n", std::string(st.message()).c_str());
+    std::fprintf(stderr, "bertology-train: %s\n",
+                 std::string(st.message()).c_str());
     return 1;
   }
   return 0;

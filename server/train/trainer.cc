@@ -1,5 +1,6 @@
 #include "server/train/trainer.h"
 
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,8 +12,6 @@
 #include <map>
 #include <numeric>
 #include <random>
-
-#include <torch/torch.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -62,8 +61,9 @@ absl::StatusOr<std::vector<Encoded>> EncodeAll(
   for (const auto& r : rows) {
     auto it = label_ids.find(r.label);
     if (it == label_ids.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ":", r.line, ": label '", r.label, "' not in the training set"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", r.line, ": label '", r.label,
+                       "' not in the training set"));
     }
     std::optional<std::string_view> b;
     if (!r.text_b.empty()) b = r.text_b;
@@ -90,7 +90,8 @@ struct Batch {
 Batch MakeBatch(const std::vector<Encoded>& data,
                 const std::vector<size_t>& index, size_t begin, size_t end) {
   size_t t = 0;
-  for (size_t i = begin; i < end; ++i) t = std::max(t, data[index[i]].ids.size());
+  for (size_t i = begin; i < end; ++i)
+    t = std::max(t, data[index[i]].ids.size());
   const int64_t b = static_cast<int64_t>(end - begin);
   Batch batch;
   batch.ids = torch::zeros({b, static_cast<int64_t>(t)}, torch::kLong);
@@ -164,7 +165,8 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
 std::string FormatDuration(double seconds) {
   int s = static_cast<int>(seconds);
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
+  std::snprintf(buf, sizeof(buf), "%d:%02d:%02d", s / 3600, s / 60 % 60,
+                s % 60);
   return buf;
 }
 
@@ -200,10 +202,10 @@ absl::Status Train(const TrainOptions& o) {
   TokenizerOptions tok_options;
   tok_options.do_lower_case = o.do_lower_case;
   Tokenizer tokenizer(vocab, tok_options);
-  ASSIGN_OR_RETURN(auto train,
-                   EncodeAll(train_rows, tokenizer, label_ids, o.max_len, o.train_path));
-  ASSIGN_OR_RETURN(auto dev,
-                   EncodeAll(dev_rows, tokenizer, label_ids, o.max_len, o.dev_path));
+  ASSIGN_OR_RETURN(auto train, EncodeAll(train_rows, tokenizer, label_ids,
+                                         o.max_len, o.train_path));
+  ASSIGN_OR_RETURN(auto dev, EncodeAll(dev_rows, tokenizer, label_ids,
+                                       o.max_len, o.dev_path));
 
   BertConfig config;
   config.vocab_size = static_cast<int>(vocab_tokens.size());
@@ -235,7 +237,8 @@ absl::Status Train(const TrainOptions& o) {
   torch::optim::AdamWOptions adam(o.learning_rate);
   adam.weight_decay(o.weight_decay).eps(1e-8);
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(adam));
+  groups.emplace_back(decay,
+                      std::make_unique<torch::optim::AdamWOptions>(adam));
   auto adam_nd = adam;
   adam_nd.weight_decay(0.0);
   groups.emplace_back(no_decay,
@@ -255,10 +258,11 @@ absl::Status Train(const TrainOptions& o) {
   int64_t step = 0;
   int64_t seen = 0;
 
-  std::fprintf(stderr,
-               "train: %zu examples, dev %zu, vocab %d, labels %zu, %lld steps\n",
-               train.size(), dev.size(), config.vocab_size, labels.size(),
-               static_cast<long long>(total_steps));
+  std::fprintf(
+      stderr,
+      "train: %zu examples, dev %zu, vocab %d, labels %zu, %lld steps\n",
+      train.size(), dev.size(), config.vocab_size, labels.size(),
+      static_cast<long long>(total_steps));
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
     std::vector<size_t> index(train.size());
     std::iota(index.begin(), index.end(), 0);
@@ -268,16 +272,18 @@ absl::Status Train(const TrainOptions& o) {
     for (size_t i = 0; i < train.size(); i += o.batch_size) {
       size_t end = std::min(train.size(), i + o.batch_size);
       Batch b = MakeBatch(train, index, i, end);
-      double lr = step < warmup
-                      ? o.learning_rate * (step + 1) / std::max<int64_t>(1, warmup)
-                      : o.learning_rate * std::max<double>(0.0, total_steps - step) /
-                            std::max<int64_t>(1, total_steps - warmup);
+      double lr =
+          step < warmup
+              ? o.learning_rate * (step + 1) / std::max<int64_t>(1, warmup)
+              : o.learning_rate * std::max<double>(0.0, total_steps - step) /
+                    std::max<int64_t>(1, total_steps - warmup);
       for (auto& g : optimizer.param_groups()) {
         static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
       }
       BertRunOptions run;
       auto out = model->Run(b.ids, b.segments, b.mask, run);
-      torch::Tensor loss = torch::nn::functional::cross_entropy(out.logits, b.labels);
+      torch::Tensor loss =
+          torch::nn::functional::cross_entropy(out.logits, b.labels);
       optimizer.zero_grad();
       loss.backward();
       torch::nn::utils::clip_grad_norm_(model->parameters(), o.max_grad_norm);
@@ -288,7 +294,8 @@ absl::Status Train(const TrainOptions& o) {
       loss_n += static_cast<int64_t>(end - i);
       if (step % 20 == 0 || step == total_steps) {
         double secs = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start).count();
+                          std::chrono::steady_clock::now() - start)
+                          .count();
         double rate = seen / std::max(secs, 1e-9);
         double eta = (total_steps - step) * o.batch_size / std::max(rate, 1e-9);
         std::fprintf(stderr,
@@ -302,9 +309,11 @@ absl::Status Train(const TrainOptions& o) {
       }
     }
     double dev_acc = dev.empty() ? 0 : Evaluate(*model, dev, 64);
-    double secs = std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "%sepoch %d: train loss %.4f, dev accuracy %.4f (%s)\n",
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    std::fprintf(stderr,
+                 "%sepoch %d: train loss %.4f, dev accuracy %.4f (%s)\n",
                  tty ? "\n" : "", epoch + 1, loss_sum / loss_n, dev_acc,
                  FormatDuration(secs).c_str());
     log.push_back({{"epoch", epoch + 1},
@@ -331,13 +340,15 @@ absl::Status Train(const TrainOptions& o) {
   nlohmann::json tok = {{"do_lower_case", o.do_lower_case},
                         {"model_max_length", o.max_len},
                         {"tokenizer_class", "BertTokenizer"}};
-  RETURN_IF_ERROR(WriteText(o.out_dir + "/tokenizer_config.json", tok.dump(2) + "\n"));
+  RETURN_IF_ERROR(
+      WriteText(o.out_dir + "/tokenizer_config.json", tok.dump(2) + "\n"));
   nlohmann::json summary = {{"epochs", log},
                             {"best_dev_accuracy", best_dev},
                             {"train_examples", train.size()},
                             {"seed", o.seed},
                             {"threads", torch::get_num_threads()}};
-  RETURN_IF_ERROR(WriteText(o.out_dir + "/train_log.json", summary.dump(2) + "\n"));
+  RETURN_IF_ERROR(
+      WriteText(o.out_dir + "/train_log.json", summary.dump(2) + "\n"));
   std::fprintf(stderr, "wrote %s (best dev accuracy %.4f)\n", o.out_dir.c_str(),
                best_dev);
   return absl::OkStatus();
