@@ -18,6 +18,11 @@ target_link_libraries(bertology_checkpoint PUBLIC
   nlohmann_json::nlohmann_json
 )
 
-foreach(t bert_config safetensors pickle pytorch_bin checkpoint)
+foreach(t bert_config safetensors pickle)
   bertology_test(NAME ${t}_test SOURCES ${t}_test.cc LIBS bertology_checkpoint)
+endforeach()
+# Both need the torch.save fixtures (checkpoint_fixtures.cc).
+foreach(t pytorch_bin checkpoint)
+  bertology_test(NAME ${t}_test SOURCES ${t}_test.cc checkpoint_fixtures.cc
+                 LIBS bertology_checkpoint)
 endforeach()

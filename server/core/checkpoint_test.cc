@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "server/core/checkpoint_fixtures.h"
 
 namespace bertology {
 namespace {
@@ -232,34 +233,9 @@ TEST_F(CheckpointTest, MissingVocab) {
 
 // --- torch.save output, via tests/fixtures/make_checkpoint_fixtures.py ---
 
-std::string MakeFixtures(std::string* why) {
-  static std::string dir, reason;
-  static bool done = false;
-  if (!done) {
-    done = true;
-    const char* src = std::getenv("BERTOLOGY_SOURCE_DIR");
-    const std::string script = std::string(src ? src : ".") +
-                               "/tests/fixtures/make_checkpoint_fixtures.py";
-    std::string tmpl = ::testing::TempDir() + "/ckptfx_XXXXXX";
-    if (!fs::exists("/usr/bin/python3") || !fs::exists(script)) {
-      reason = "/usr/bin/python3 or " + script + " not found";
-    } else if (mkdtemp(tmpl.data()) == nullptr) {
-      reason = "mkdtemp failed";
-    } else if (std::system(
-                   ("/usr/bin/python3 " + script + " " + tmpl + " >/dev/null")
-                       .c_str()) != 0) {
-      reason = "fixture script failed (torch missing in /usr/bin/python3?)";
-    } else {
-      dir = tmpl;
-    }
-  }
-  *why = reason;
-  return dir;
-}
-
 TEST(CheckpointTorchSaveTest, BinLoadsAndEqualsSafetensors) {
   std::string why;
-  const std::string fx = MakeFixtures(&why);
+  const std::string fx = MakeCheckpointFixtures(&why);
   if (fx.empty()) GTEST_SKIP() << why;
   for (const char* tag : {"f32", "f16", "bf16"}) {
     auto bin = Checkpoint::Load(fx + "/bin_" + tag);
@@ -280,7 +256,7 @@ TEST(CheckpointTorchSaveTest, BinLoadsAndEqualsSafetensors) {
 
 TEST(CheckpointTorchSaveTest, LegacyBinRefused) {
   std::string why;
-  const std::string fx = MakeFixtures(&why);
+  const std::string fx = MakeCheckpointFixtures(&why);
   if (fx.empty()) GTEST_SKIP() << why;
   auto c = Checkpoint::Load(fx + "/legacy_bin");
   ASSERT_FALSE(c.ok());

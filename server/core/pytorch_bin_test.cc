@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "server/core/checkpoint_fixtures.h"
 #include "server/core/state_dict.h"
 
 namespace bertology {
@@ -18,41 +19,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Runs the fixture script once; empty result (and `why`) when it cannot.
-std::string MakeFixtures(std::string* why) {
-  static std::string dir, reason;
-  static bool done = false;
-  if (!done) {
-    done = true;
-    const char* src = std::getenv("BERTOLOGY_SOURCE_DIR");
-    const std::string script = std::string(src ? src : ".") +
-                               "/tests/fixtures/make_checkpoint_fixtures.py";
-    std::string tmpl = ::testing::TempDir() + "/ptbin_XXXXXX";
-    if (!std::filesystem::exists("/usr/bin/python3")) {
-      reason = "/usr/bin/python3 not found";
-    } else if (!std::filesystem::exists(script)) {
-      reason = script + " not found (set BERTOLOGY_SOURCE_DIR)";
-    } else if (mkdtemp(tmpl.data()) == nullptr) {
-      reason = "mkdtemp failed";
-    } else {
-      const int rc = std::system(
-          ("/usr/bin/python3 " + script + " " + tmpl + " >/dev/null").c_str());
-      if (rc == 0) {
-        dir = tmpl;
-      } else {
-        reason = "fixture script failed (torch missing in /usr/bin/python3?)";
-      }
-    }
-  }
-  *why = reason;
-  return dir;
-}
-
 class PytorchBinTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string why;
-    dir_ = MakeFixtures(&why);
+    dir_ = MakeCheckpointFixtures(&why);
     if (dir_.empty()) GTEST_SKIP() << why;
   }
   std::string dir_;
