@@ -94,6 +94,7 @@ absl::StatusOr<std::vector<int>> NaiveSweep(
       auto input = model.MakeBatch(encodings);
       if (!input.ok()) return input.status();
       ForwardOptions options;
+      options.cls_only_last_layer = false;  // HF runs every row of it
       Model::FillMaskTensors(
           std::vector<const HeadMask*>(encodings.size(), masks[m]), &options);
       auto out = model.Forward(*input, options);
@@ -244,6 +245,8 @@ absl::StatusOr<json> EncoderBench(const Model& model) {
   input.token_type_ids = torch::zeros({b, t}, torch::kLong);
   input.attention_mask = torch::ones({b, t}, torch::kLong);
   ForwardOptions options;
+  // The FLOP count below is every layer over every row.
+  options.cls_only_last_layer = false;
   for (int i = 0; i < 2; ++i) {
     if (auto out = model.Forward(input, options); !out.ok()) {
       return out.status();

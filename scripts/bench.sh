@@ -11,6 +11,9 @@ OUT=${BENCH_OUT:-out/bench}
 PY=${BENCH_PYTHON:-/usr/bin/python3}
 MODEL=${BENCH_MODEL:-models/querytitle-zh-tiny}
 THREADS=${BENCH_THREADS:-$(nproc)}
+# OpenBLAS's own pool (libtorch's float32 GEMMs): 1, as the server defaults
+# to, because its spinning threads and libtorch's fight over the cores.
+BLAS_THREADS=${BENCH_BLAS_THREADS:-1}
 # Sizes chosen so the whole run stays well under 10 minutes on 2 cores.
 TINY_EXAMPLES=${BENCH_TINY_EXAMPLES:-256}
 BASE_EXAMPLES=${BENCH_BASE_EXAMPLES:-16}
@@ -46,7 +49,7 @@ core() {  # NAME DIR EXAMPLES MASKS
   echo "bench: sweep + encoder, $1" >&2
   "$BIN/bertology-bench-core" --model="$2" --name="$1" --data="$DATA" \
     --examples="$3" --masks="$4" --threads="$THREADS" \
-    --json_out="$OUT/core-$1.json" >/dev/null
+    --openblas_threads="$BLAS_THREADS" --json_out="$OUT/core-$1.json" >/dev/null
 }
 if [[ -z ${BENCH_SKIP_CORE:-} ]]; then
   core default "$MODEL" "$TINY_EXAMPLES" 0
@@ -71,7 +74,8 @@ grpc() {  # NAME DIR MAX_BATCH ATTENTION MAX_SEQ_LEN
   port=$(free_port)
   echo "bench: Classify under load, $1, --max_batch_size=$3" >&2
   "$BIN/bertology-server" --model="$1=$2" --listen="127.0.0.1:$port" \
-    --metrics_listen= --threads="$THREADS" --max_batch_size="$3" \
+    --metrics_listen= --threads="$THREADS" --blas_threads="$BLAS_THREADS" \
+    --max_batch_size="$3" \
     --max_seq_len="$5" --warmup_passes=1 >"$OUT/server-$1-b$3.log" 2>&1 &
   SERVER_PID=$!
   "$BIN/bertology-bench-grpc" --target="127.0.0.1:$port" --data="$DATA" \

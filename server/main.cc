@@ -33,6 +33,10 @@ ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9090",
 ABSL_FLAG(int, threads, 0,
           "libtorch intra-op and inter-op threads; 0 keeps libtorch's "
           "defaults.");
+ABSL_FLAG(int, blas_threads, 1,
+          "OpenBLAS's own thread pool, which runs libtorch's float32 matrix "
+          "products; 0 keeps OpenBLAS's default (all cores). 1 because its "
+          "threads and libtorch's spin against each other (bench/RESULTS.md).");
 ABSL_FLAG(int, max_batch_size, 32,
           "Rows per batched forward pass (Classify and sweeps); 1 disables "
           "dynamic batching.");
@@ -131,6 +135,7 @@ int main(int argc, char** argv) {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.threads = absl::GetFlag(FLAGS_threads);
+  options.blas_threads = absl::GetFlag(FLAGS_blas_threads);
   options.device = absl::GetFlag(FLAGS_device);
   options.max_seq_len = absl::GetFlag(FLAGS_max_seq_len);
   options.max_queue_delay =

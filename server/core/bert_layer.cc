@@ -1,5 +1,6 @@
 #include "server/core/bert_layer.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace bertology {
@@ -25,14 +26,17 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& config,
 torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& hidden,
                                              const AttentionContext& context,
                                              const LayerMask& mask,
-                                             torch::Tensor* probs_out) {
+                                             torch::Tensor* probs_out,
+                                             int64_t query_rows) {
   const int64_t b = hidden.size(0);
   const int64_t t = hidden.size(1);
+  const int64_t tq = query_rows > 0 ? std::min(query_rows, t) : t;
   // [B, T, D] -> [B, H, T, d] (HF's transpose_for_scores).
   auto heads = [&](const torch::Tensor& x) {
-    return x.view({b, t, num_heads_, head_size_}).permute({0, 2, 1, 3});
+    return x.view({b, x.size(1), num_heads_, head_size_}).permute({0, 2, 1, 3});
   };
-  torch::Tensor q = heads(query_(hidden));
+  torch::Tensor q =
+      heads(query_(tq == t ? hidden : hidden.narrow(1, 0, tq).contiguous()));
   torch::Tensor k = heads(key_(hidden));
   torch::Tensor v = heads(value_(hidden));
 
@@ -57,7 +61,7 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& hidden,
   if (probs_out != nullptr) *probs_out = probs;
 
   torch::Tensor out = torch::matmul(probs, v);  // [B, H, T, d]
-  return out.permute({0, 2, 1, 3}).reshape({b, t, num_heads_ * head_size_});
+  return out.permute({0, 2, 1, 3}).reshape({b, tq, num_heads_ * head_size_});
 }
 
 BertResidualOutputImpl::BertResidualOutputImpl(int in_features,
@@ -88,8 +92,13 @@ BertAttentionImpl::BertAttentionImpl(const BertConfig& config,
 torch::Tensor BertAttentionImpl::forward(const torch::Tensor& hidden,
                                          const AttentionContext& context,
                                          const LayerMask& mask,
-                                         torch::Tensor* probs_out) {
-  return output_(self_(hidden, context, mask, probs_out), hidden);
+                                         torch::Tensor* probs_out,
+                                         int64_t query_rows) {
+  torch::Tensor context_out =
+      self_(hidden, context, mask, probs_out, query_rows);
+  return output_(context_out, context_out.size(1) == hidden.size(1)
+                                  ? hidden
+                                  : hidden.narrow(1, 0, context_out.size(1)));
 }
 
 BertIntermediateImpl::BertIntermediateImpl(const BertConfig& config)
@@ -124,8 +133,10 @@ BertLayerImpl::BertLayerImpl(const BertConfig& config, double hidden_dropout,
 torch::Tensor BertLayerImpl::forward(const torch::Tensor& hidden,
                                      const AttentionContext& context,
                                      const LayerMask& mask,
-                                     torch::Tensor* probs_out) {
-  torch::Tensor attention = attention_(hidden, context, mask, probs_out);
+                                     torch::Tensor* probs_out,
+                                     int64_t query_rows) {
+  torch::Tensor attention =
+      attention_(hidden, context, mask, probs_out, query_rows);
   return output_(intermediate_(attention), attention);
 }
 

@@ -51,11 +51,13 @@ struct LayerMask {
 class BertSelfAttentionImpl : public torch::nn::Module {
  public:
   BertSelfAttentionImpl(const BertConfig& config, double attention_dropout);
-  // hidden [B, T, D] -> context [B, T, D]; `*probs_out` (when not null) gets
-  // the post-mask probabilities [B, H, T, T].
+  // hidden [B, T, D] -> context [B, Q, D]; `*probs_out` (when not null) gets
+  // the post-mask probabilities [B, H, Q, T]. Q = T, or `query_rows` when
+  // > 0: only the first Q positions are queried (keys and values still come
+  // from all T), e.g. Q = 1 in the last layer when only [CLS] is read.
   torch::Tensor forward(const torch::Tensor& hidden,
                         const AttentionContext& context, const LayerMask& mask,
-                        torch::Tensor* probs_out);
+                        torch::Tensor* probs_out, int64_t query_rows = 0);
 
  private:
   int num_heads_;
@@ -84,9 +86,10 @@ class BertAttentionImpl : public torch::nn::Module {
  public:
   BertAttentionImpl(const BertConfig& config, double hidden_dropout,
                     double attention_dropout);
+  // As BertSelfAttention::forward, then the residual block: [B, Q, D].
   torch::Tensor forward(const torch::Tensor& hidden,
                         const AttentionContext& context, const LayerMask& mask,
-                        torch::Tensor* probs_out);
+                        torch::Tensor* probs_out, int64_t query_rows = 0);
 
  private:
   BertSelfAttention self_{nullptr};
@@ -109,10 +112,11 @@ class BertLayerImpl : public torch::nn::Module {
  public:
   BertLayerImpl(const BertConfig& config, double hidden_dropout,
                 double attention_dropout);
-  // hidden [B, T, D] -> [B, T, D].
+  // hidden [B, T, D] -> [B, T, D], or [B, Q, D] for query_rows Q > 0 (the
+  // first Q positions' outputs, each exactly as in the full pass).
   torch::Tensor forward(const torch::Tensor& hidden,
                         const AttentionContext& context, const LayerMask& mask,
-                        torch::Tensor* probs_out);
+                        torch::Tensor* probs_out, int64_t query_rows = 0);
 
  private:
   BertAttention attention_{nullptr};

@@ -140,9 +140,15 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
     const bool want_probs =
         l < static_cast<int>(options.attention_layers.size()) &&
         options.attention_layers[l];
+    const bool cls_only =
+        l == num_layers_ - 1 && options.cls_only_last_layer &&
+        options.compute_logits && !want_probs &&
+        !(num_layers_ < static_cast<int>(options.capture_hidden.size()) &&
+          options.capture_hidden[num_layers_]);
     torch::Tensor probs;
     hidden = bert->encoder->layer(l).forward(hidden, context, layer_mask,
-                                             want_probs ? &probs : nullptr);
+                                             want_probs ? &probs : nullptr,
+                                             cls_only ? 1 : 0);
     if (want_probs) out.attentions[l] = probs;
   }
   capture(num_layers_, hidden);

@@ -103,6 +103,12 @@ struct BertRunOptions {
   // Size L + 1 (or empty): input hidden states to capture; L = the output.
   std::vector<bool> capture_hidden;
   bool compute_logits = true;
+  // Logits read only [CLS] of the last layer, so its queries, output
+  // projection and feed-forward run for that one row (keys and values for
+  // all): the same logits for about a tenth of the layer's work. Applied only
+  // when nothing else reads the last layer (no attention or output capture
+  // there). Off for HF's full last layer, e.g. a baseline that models it.
+  bool cls_only_last_layer = true;
 };
 
 struct BertRunOutput {

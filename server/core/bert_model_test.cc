@@ -162,6 +162,35 @@ TEST(BertModelTest, MasksEditTheProbabilities) {
   EXPECT_FALSE(torch::allclose(masked.logits, plain.logits));
 }
 
+// The [CLS]-only last layer is an optimisation, never a different answer:
+// same logits as the full layer, with and without masks (zero and uniform
+// rows), and padding in the batch.
+TEST(BertModelTest, ClsOnlyLastLayerKeepsTheLogits) {
+  torch::manual_seed(4);
+  BertForSequenceClassificationImpl model(TinyConfig(), 3);
+  model.eval();
+  torch::InferenceMode guard;
+  Batch b = TwoRows();
+  for (bool masked : {false, true}) {
+    BertRunOptions opt;
+    if (masked) {
+      opt.head_mask = torch::ones({2, 2, 2});
+      opt.head_mask.index_put_({torch::indexing::Slice(), 1, 1}, 0.0f);
+      opt.uniform_rows = torch::tensor({0.0f, 1.0f});
+    }
+    opt.cls_only_last_layer = false;
+    torch::Tensor full = model.Run(b.ids, b.types, b.mask, opt).logits;
+    opt.cls_only_last_layer = true;
+    torch::Tensor cls = model.Run(b.ids, b.types, b.mask, opt).logits;
+    EXPECT_TRUE(torch::allclose(full, cls, 1e-5, 1e-6)) << full << cls;
+    // Asking for the last layer's attention needs every row of it.
+    opt.attention_layers = {false, true};
+    BertRunOutput out = model.Run(b.ids, b.types, b.mask, opt);
+    EXPECT_EQ(out.attentions[1].sizes(), torch::IntArrayRef({2, 2, 6, 6}));
+    EXPECT_TRUE(torch::allclose(full, out.logits, 1e-5, 1e-6));
+  }
+}
+
 TEST(BertModelTest, DropoutOnlyInTrainMode) {
   torch::manual_seed(3);
   BertForSequenceClassificationImpl model(TinyConfig(), 3);

@@ -1,11 +1,13 @@
 # Owned by the model work; defines bertology_model and its tests.
 # The torch::nn BERT (bert_layer, bert_model), request-scoped head masks
-# (head_mask) and the loaded, thread-safe Model facade (model).
+# (head_mask), the loaded, thread-safe Model facade (model) and the sizing of
+# libtorch's and OpenBLAS's thread pools (threading).
 add_library(bertology_model STATIC
   bert_layer.cc
   bert_model.cc
   model.cc
   model_forward.cc
+  threading.cc
 )
 target_include_directories(bertology_model PUBLIC ${BERTOLOGY_CORE_INCLUDE})
 target_link_libraries(bertology_model PUBLIC
@@ -16,6 +18,7 @@ target_link_libraries(bertology_model PUBLIC
   absl::status
   absl::statusor
   absl::strings
+  ${CMAKE_DL_LIBS}
 )
 
 bertology_test(NAME head_mask_test SOURCES head_mask_test.cc

@@ -59,6 +59,9 @@ struct ForwardOptions {
   std::vector<int> capture_hidden;
   // Run pooler + classifier (FAILED_PRECONDITION on a plain BertModel).
   bool compute_logits = true;
+  // Run the last layer for [CLS] only when nothing else reads it (see
+  // BertRunOptions); false runs it in full, as HF does.
+  bool cls_only_last_layer = true;
 };
 
 struct ForwardOutput {

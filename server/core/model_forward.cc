@@ -170,6 +170,7 @@ absl::StatusOr<ForwardOutput> Model::Forward(
       }
     }
 
+    run.cls_only_last_layer = options.cls_only_last_layer;
     BertRunOutput out =
         module_->Run(ids, input.token_type_ids, input.attention_mask, run);
     ForwardOutput result;

@@ -219,6 +219,9 @@ TEST_F(GoldenModelTest, StartLayerFromCapturedHiddenMatchesFullPass) {
     SCOPED_TRACE(start);
     ForwardOptions resumed = OptionsFor(masks);
     resumed.attention_layers = {};
+    // `expected` ran the last layer in full (its attention was asked for);
+    // the [CLS]-only path is compared in bert_model_test.
+    resumed.cls_only_last_layer = false;
     resumed.start_layer = start;
     resumed.start_hidden = baseline->hidden[start];
     auto out = model_->Forward(Input(), resumed);

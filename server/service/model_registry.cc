@@ -17,6 +17,7 @@
 #include "server/core/head_mask.h"
 #include "server/core/model.h"
 #include "server/core/status_macros.h"
+#include "server/core/threading.h"
 #include "server/service/batcher.h"
 
 namespace bertology {
@@ -161,9 +162,9 @@ void ModelRegistry::Shutdown() {
   }
 }
 
-void SetComputeThreads(int threads) {
+void SetComputeThreads(int threads, int blas_threads) {
+  ConfigureThreads(threads, blas_threads);
   if (threads <= 0) return;
-  at::set_num_threads(threads);
   try {
     at::set_num_interop_threads(threads);
   } catch (const std::exception&) {

@@ -126,7 +126,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   impl->SetServing(false);
   if (o.on_listening) o.on_listening(impl->port, impl->metrics->port());
 
-  SetComputeThreads(o.threads);
+  SetComputeThreads(o.threads, o.blas_threads);
   ServiceMetrics* metrics = impl->metrics.get();
   for (const ServedModelSpec& spec : o.models) {
     ModelLoadOptions load;

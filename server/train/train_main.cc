@@ -32,6 +32,10 @@ ABSL_FLAG(double, dropout, 0.1, "Hidden and attention dropout.");
 ABSL_FLAG(uint64_t, seed, 1, "Random seed (init, shuffling, dropout).");
 ABSL_FLAG(int, max_train_examples, 0, "Use at most this many rows (0: all).");
 ABSL_FLAG(std::string, save_dtype, "F32", "F32 or F16 weights on disk.");
+ABSL_FLAG(int, aux_neighbour_layer, 0,
+          "Train heads predicting each token's neighbours from this layer's "
+          "output too (0: off); see trainer.h.");
+ABSL_FLAG(double, aux_weight, 1.0, "Weight of that auxiliary loss.");
 ABSL_FLAG(int, threads, 2, "libtorch intra-op threads.");
 
 int main(int argc, char** argv) {
@@ -65,6 +69,8 @@ int main(int argc, char** argv) {
   o.seed = absl::GetFlag(FLAGS_seed);
   o.max_train_examples = absl::GetFlag(FLAGS_max_train_examples);
   o.save_dtype = absl::GetFlag(FLAGS_save_dtype);
+  o.aux_neighbour_layer = absl::GetFlag(FLAGS_aux_neighbour_layer);
+  o.aux_weight = absl::GetFlag(FLAGS_aux_weight);
   torch::set_num_threads(absl::GetFlag(FLAGS_threads));
   absl::Status st = bertology::Train(o);
   if (!st.ok()) {

@@ -133,9 +133,71 @@ void InitWeights(torch::nn::Module& module) {
   }
 }
 
+// Cross-entropy of predicting, at every real token, the id of the token
+// before it (from aux_prev) and after it (from aux_next); positions without
+// such a neighbour (first token, last real token, padding) are ignored.
+torch::Tensor NeighbourLoss(const torch::Tensor& hidden, const Batch& b,
+                            torch::nn::LinearImpl& aux_prev,
+                            torch::nn::LinearImpl& aux_next) {
+  using torch::indexing::Slice;
+  const int64_t vocab = aux_prev.options.out_features();
+  auto ignore = torch::full_like(b.ids, -100);
+  auto real = b.mask.to(torch::kBool);
+  // prev_target[t] = ids[t-1] where t and t-1 are real tokens.
+  auto prev_target = ignore.clone();
+  prev_target.index_put_({Slice(), Slice(1)},
+                         b.ids.index({Slice(), Slice(0, -1)}));
+  prev_target.masked_fill_(~real, -100);
+  prev_target.index_put_({Slice(), 0}, -100);
+  // next_target[t] = ids[t+1] where t+1 is a real token.
+  auto next_target = ignore.clone();
+  next_target.index_put_({Slice(), Slice(0, -1)},
+                         b.ids.index({Slice(), Slice(1)}));
+  auto next_real = torch::zeros_like(real);
+  next_real.index_put_({Slice(), Slice(0, -1)},
+                       real.index({Slice(), Slice(1)}));
+  next_target.masked_fill_(~next_real, -100);
+  namespace F = torch::nn::functional;
+  auto opts = F::CrossEntropyFuncOptions().ignore_index(-100);
+  return F::cross_entropy(aux_prev.forward(hidden).reshape({-1, vocab}),
+                          prev_target.reshape({-1}), opts) +
+         F::cross_entropy(aux_next.forward(hidden).reshape({-1, vocab}),
+                          next_target.reshape({-1}), opts);
+}
+
+// Batches of similar length, in random order: the index is shuffled, cut
+// into windows of 64 batches, each window sorted by length and cut into
+// batches, and the batches shuffled. Padding falls from about a quarter of
+// the tokens to almost none, and each batch is still a random draw.
+std::vector<std::vector<size_t>> LengthBucketedBatches(
+    const std::vector<Encoded>& data, int batch_size, std::mt19937_64& rng) {
+  std::vector<size_t> index(data.size());
+  std::iota(index.begin(), index.end(), 0);
+  std::shuffle(index.begin(), index.end(), rng);
+  const size_t window = static_cast<size_t>(batch_size) * 64;
+  std::vector<std::vector<size_t>> batches;
+  for (size_t w = 0; w < index.size(); w += window) {
+    auto first = index.begin() + w;
+    auto last = index.begin() + std::min(index.size(), w + window);
+    std::stable_sort(first, last, [&](size_t a, size_t b) {
+      return data[a].ids.size() < data[b].ids.size();
+    });
+    for (auto it = first; it < last;
+         it += std::min<ptrdiff_t>(batch_size, last - it)) {
+      batches.emplace_back(it, it + std::min<ptrdiff_t>(batch_size, last - it));
+    }
+  }
+  std::shuffle(batches.begin(), batches.end(), rng);
+  return batches;
+}
+
+// Dev accuracy, plus recall per label (how many of each gold label were
+// predicted right), which shows what a plateaued model has not learned.
 double Evaluate(BertForSequenceClassificationImpl& model,
-                const std::vector<Encoded>& data, int batch_size) {
+                const std::vector<Encoded>& data, int batch_size,
+                std::vector<double>* recall) {
   if (data.empty()) return 0;
+  std::vector<int64_t> gold_n, gold_ok;
   model.eval();
   torch::NoGradGuard no_grad;
   std::vector<size_t> index(data.size());
@@ -148,8 +210,24 @@ double Evaluate(BertForSequenceClassificationImpl& model,
     size_t end = std::min(data.size(), i + batch_size);
     Batch b = MakeBatch(data, index, i, end);
     BertRunOptions run;
+    run.cls_only_last_layer = false;  // the trained numerics predate it
     auto out = model.Run(b.ids, b.segments, b.mask, run);
-    correct += out.logits.argmax(-1).eq(b.labels).sum().item<int64_t>();
+    torch::Tensor pred = out.logits.argmax(-1);
+    correct += pred.eq(b.labels).sum().item<int64_t>();
+    for (int64_t r = 0; r < pred.size(0); ++r) {
+      const int64_t g = b.labels[r].item<int64_t>();
+      if (g >= static_cast<int64_t>(gold_n.size())) {
+        gold_n.resize(g + 1, 0);
+        gold_ok.resize(g + 1, 0);
+      }
+      ++gold_n[g];
+      gold_ok[g] += pred[r].item<int64_t>() == g;
+    }
+  }
+  recall->clear();
+  for (size_t g = 0; g < gold_n.size(); ++g) {
+    recall->push_back(gold_n[g] ? static_cast<double>(gold_ok[g]) / gold_n[g]
+                                : 0.0);
   }
   model.train();
   return static_cast<double>(correct) / data.size();
@@ -227,12 +305,29 @@ absl::Status Train(const TrainOptions& o) {
   InitWeights(*model);
   model->train();
 
+  const int aux_layer = o.aux_neighbour_layer;
+  if (aux_layer < 0 || aux_layer > o.layers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--aux_neighbour_layer must be in [0, ", o.layers, "]"));
+  }
+  torch::nn::Linear aux_prev(o.hidden, config.vocab_size);
+  torch::nn::Linear aux_next(o.hidden, config.vocab_size);
+  InitWeights(*aux_prev);
+  InitWeights(*aux_next);
+
   // No weight decay on biases and LayerNorm, as in HF's run_glue.
   std::vector<torch::Tensor> decay, no_decay;
-  for (auto& p : model->named_parameters()) {
-    bool nd = p.key().find("bias") != std::string::npos ||
-              p.key().find("LayerNorm") != std::string::npos;
-    (nd ? no_decay : decay).push_back(p.value());
+  auto add_params = [&](torch::nn::Module& m) {
+    for (auto& p : m.named_parameters()) {
+      bool nd = p.key().find("bias") != std::string::npos ||
+                p.key().find("LayerNorm") != std::string::npos;
+      (nd ? no_decay : decay).push_back(p.value());
+    }
+  };
+  add_params(*model);
+  if (aux_layer > 0) {
+    add_params(*aux_prev);
+    add_params(*aux_next);
   }
   torch::optim::AdamWOptions adam(o.learning_rate);
   adam.weight_decay(o.weight_decay).eps(1e-8);
@@ -264,14 +359,12 @@ absl::Status Train(const TrainOptions& o) {
       train.size(), dev.size(), config.vocab_size, labels.size(),
       static_cast<long long>(total_steps));
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
-    std::vector<size_t> index(train.size());
-    std::iota(index.begin(), index.end(), 0);
-    std::shuffle(index.begin(), index.end(), rng);
-    double loss_sum = 0;
-    int64_t loss_n = 0;
-    for (size_t i = 0; i < train.size(); i += o.batch_size) {
-      size_t end = std::min(train.size(), i + o.batch_size);
-      Batch b = MakeBatch(train, index, i, end);
+    const auto batches = LengthBucketedBatches(train, o.batch_size, rng);
+    double loss_sum = 0, window_sum = 0;
+    int64_t loss_n = 0, window_n = 0;
+    for (const std::vector<size_t>& batch_index : batches) {
+      const size_t n = batch_index.size();
+      Batch b = MakeBatch(train, batch_index, 0, n);
       double lr =
           step < warmup
               ? o.learning_rate * (step + 1) / std::max<int64_t>(1, warmup)
@@ -281,17 +374,31 @@ absl::Status Train(const TrainOptions& o) {
         static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
       }
       BertRunOptions run;
+      run.cls_only_last_layer = false;  // the trained numerics predate it
+      if (aux_layer > 0) {
+        run.capture_hidden.assign(o.layers + 1, false);
+        run.capture_hidden[aux_layer] = true;
+      }
       auto out = model->Run(b.ids, b.segments, b.mask, run);
       torch::Tensor loss =
           torch::nn::functional::cross_entropy(out.logits, b.labels);
+      if (aux_layer > 0) {
+        loss = loss + o.aux_weight * NeighbourLoss(out.hidden[aux_layer], b,
+                                                   *aux_prev, *aux_next);
+      }
       optimizer.zero_grad();
       loss.backward();
       torch::nn::utils::clip_grad_norm_(model->parameters(), o.max_grad_norm);
       optimizer.step();
       ++step;
-      seen += static_cast<int64_t>(end - i);
-      loss_sum += loss.item<double>() * (end - i);
-      loss_n += static_cast<int64_t>(end - i);
+      seen += static_cast<int64_t>(n);
+      const double batch_loss = loss.item<double>();
+      loss_sum += batch_loss * n;
+      // The progress line shows the mean of the last 20 steps: the epoch's
+      // running mean hides a collapse for most of an epoch.
+      window_sum += batch_loss;
+      ++window_n;
+      loss_n += static_cast<int64_t>(n);
       if (step % 20 == 0 || step == total_steps) {
         double secs = std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - start)
@@ -303,22 +410,33 @@ absl::Status Train(const TrainOptions& o) {
                      "elapsed %s ETA %s%s",
                      tty ? "\r" : "", epoch + 1, o.epochs,
                      static_cast<long long>(step),
-                     static_cast<long long>(total_steps), loss_sum / loss_n, lr,
-                     rate, FormatDuration(secs).c_str(),
+                     static_cast<long long>(total_steps), window_sum / window_n,
+                     lr, rate, FormatDuration(secs).c_str(),
                      FormatDuration(eta).c_str(), tty ? "   " : "\n");
+        window_sum = 0;
+        window_n = 0;
       }
     }
-    double dev_acc = dev.empty() ? 0 : Evaluate(*model, dev, 64);
+    std::vector<double> recall;
+    double dev_acc = dev.empty() ? 0 : Evaluate(*model, dev, 64, &recall);
+    std::string recall_text;
+    for (size_t g = 0; g < recall.size(); ++g) {
+      absl::StrAppend(&recall_text, g ? ", " : "",
+                      g < labels.size() ? labels[g] : "?", ": ",
+                      absl::SixDigits(recall[g]));
+    }
     double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
     std::fprintf(stderr,
-                 "%sepoch %d: train loss %.4f, dev accuracy %.4f (%s)\n",
+                 "%sepoch %d: train loss %.4f, dev accuracy %.4f (%s); "
+                 "recall by label: %s\n",
                  tty ? "\n" : "", epoch + 1, loss_sum / loss_n, dev_acc,
-                 FormatDuration(secs).c_str());
+                 FormatDuration(secs).c_str(), recall_text.c_str());
     log.push_back({{"epoch", epoch + 1},
                    {"train_loss", loss_sum / loss_n},
                    {"dev_accuracy", dev_acc},
+                   {"dev_recall_by_label", recall},
                    {"elapsed_s", secs}});
     if (dev.empty() || dev_acc > best_dev) {
       best_dev = dev_acc;

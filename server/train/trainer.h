@@ -38,6 +38,15 @@ struct TrainOptions {
   double dropout = 0.1;
   uint64_t seed = 1;
   int max_train_examples = 0;  // 0: all
+  // Auxiliary objective (0: off): from the output of encoder layer
+  // aux_neighbour_layer - 1, linear heads predict each token's previous and
+  // next token. A model trained from scratch otherwise learns the bag of
+  // characters and never word order (pretrained BERT gets order from its
+  // masked-LM pretraining); this dense signal builds neighbour-attending
+  // heads early. The heads are discarded: the written model is a plain
+  // BertForSequenceClassification.
+  int aux_neighbour_layer = 0;
+  double aux_weight = 1.0;
 
   // "F32" or "F16": dtype of the written model.safetensors.
   std::string save_dtype = "F32";
