@@ -177,11 +177,24 @@ absl::StatusOr<json> SweepBench(const Model& model) {
   for (int length : lengths)
     rows_by_length.insert(rows_by_length.end(), per_group, length);
   // Layer passes of the single-head grid: L per mask naively; with prefix
-  // reuse, L for the baseline and L - l for a mask first touching layer l.
+  // reuse, L for the baseline and L - l for a mask first touching layer l,
+  // whose last layer runs for [CLS] only: keys and values for all T rows
+  // (2 d^2 T multiply-adds) plus one row's worth of the rest, against
+  // T (4 d^2 + 2 d i) + 2 T^2 d for the full layer.
+  const double d = c.hidden_size, inter = c.intermediate_size;
+  double mean_t = 0;
+  for (int length : lengths) mean_t += length;
+  mean_t /= std::max<size_t>(1, lengths.size());
+  const double full_layer =
+      mean_t * (4 * d * d + 2 * d * inter) + 2 * mean_t * mean_t * d;
+  const double cls_layer =
+      2 * d * d * mean_t + (2 * d * d + 2 * d * inter) + 2 * mean_t * d;
+  const double last_share = cls_layer / full_layer;
   double naive_layers = 0, engine_layers = c.num_hidden_layers;
   for (const SweepMask& m : masks) {
     naive_layers += c.num_hidden_layers;
-    engine_layers += c.num_hidden_layers - m.mask.FirstAffectedLayer();
+    engine_layers +=
+        c.num_hidden_layers - m.mask.FirstAffectedLayer() - 1 + last_share;
   }
   naive_layers += c.num_hidden_layers;
   json extra = json::object();

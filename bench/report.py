@@ -50,7 +50,7 @@ def table(result):
             if "engine_wide_rate" in s:
                 rows.append((name, f"sweep engine, max_batch_rows={s['engine_batch']}",
                              f"{s['engine_wide_rate']:.0f} (mask x ex)/s = {s['engine_wide_rate'] / s['naive_rate']:.2f}x (a)"))
-            rows.append((name, "  bounds: prefix reuse (layer passes a/b); padding a, b",
+            rows.append((name, "  bounds: layer work a/b (prefix reuse, [CLS]-only last layer); padding a, b",
                          f"{s['prefix_reuse_bound']:.2f}x; {s['naive_padding']:.2f}, {s['engine_padding']:.2f} padded/real tokens"))
             ok = "agree" if s["masks_disagreeing"] == 0 else f"{s['masks_disagreeing']} masks DISAGREE"
             rows.append((name, "sweep ratio b/a (target >= 3)", f"{s['ratio']:.2f}x ({ok})"))

@@ -21,7 +21,7 @@ DATA=$MODEL/data/test.tsv
 
 # Port 0: the server picks free ports and prints them.
 "$BIN/bertology-server" --model="querytitle=$MODEL" --listen=127.0.0.1:0 \
-  --metrics_listen=127.0.0.1:0 --threads="$(nproc)" >"$OUT/server.log" 2>&1 &
+  --metrics_listen=127.0.0.1:0 --threads=1 >"$OUT/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
 PORT=""

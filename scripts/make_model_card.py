@@ -33,7 +33,7 @@ def start_server(bin_dir, model):
     log = tempfile.NamedTemporaryFile(prefix="card-server-", suffix=".log")
     proc = subprocess.Popen(
         [os.path.join(bin_dir, "bertology-server"), "--model=querytitle=" + model,
-         "--listen=127.0.0.1:0", "--metrics_listen=", f"--threads={os.cpu_count()}"],
+         "--listen=127.0.0.1:0", "--metrics_listen=", "--threads=1"],
         stdout=log, stderr=subprocess.STDOUT)
     port = None
     while port is None:

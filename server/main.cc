@@ -30,13 +30,15 @@ ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
           "HOST:PORT for gRPC (port 0 picks a free port).");
 ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9090",
           "HOST:PORT for Prometheus /metrics over HTTP; empty disables.");
-ABSL_FLAG(int, threads, 0,
-          "libtorch intra-op and inter-op threads; 0 keeps libtorch's "
-          "defaults.");
-ABSL_FLAG(int, blas_threads, 1,
-          "OpenBLAS's own thread pool, which runs libtorch's float32 matrix "
-          "products; 0 keeps OpenBLAS's default (all cores). 1 because its "
-          "threads and libtorch's spin against each other (bench/RESULTS.md).");
+ABSL_FLAG(int, threads, 1,
+          "libtorch intra-op and inter-op threads (element-wise ops; 0 keeps "
+          "libtorch's default). Float32 matrix products run on OpenBLAS's own "
+          "pool instead (--blas_threads); with both pools wide their threads "
+          "spin against each other (bench/RESULTS.md).");
+ABSL_FLAG(int, blas_threads, 0,
+          "OpenBLAS's thread pool, which runs libtorch's float32 matrix "
+          "products; 0 keeps OpenBLAS's default (all cores). Measured best "
+          "on CPU with --threads=1 (bench/RESULTS.md).");
 ABSL_FLAG(int, max_batch_size, 32,
           "Rows per batched forward pass (Classify and sweeps); 1 disables "
           "dynamic batching.");

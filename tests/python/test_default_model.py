@@ -31,7 +31,7 @@ class DefaultModelTest(unittest.TestCase):
         with open(os.path.join(MODEL_DIR, "card.json")) as f:
             cls.card = json.load(f)
         cls.server = LiveServer(BIN_DIR, ["--model=querytitle=" + MODEL_DIR,
-                                          "--threads=2"], timeout=120)
+                                          "--threads=1"], timeout=120)
         port = cls.server.port
         deadline = time.time() + 120
         cls.client = Client(f"127.0.0.1:{port}", timeout=120)
