@@ -1,8 +1,6 @@
 #include "bench/bench_util.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -10,20 +8,6 @@
 #include "server/core/pair_dataset.h"
 
 namespace bertology::bench {
-
-double Now() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double Percentile(std::vector<double> samples, double q) {
-  if (samples.empty()) return 0;
-  std::sort(samples.begin(), samples.end());
-  const size_t rank =
-      static_cast<size_t>(std::ceil(q * static_cast<double>(samples.size())));
-  return samples[std::min(samples.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
 
 absl::StatusOr<std::vector<SweepExample>> LoadExamples(const Model& model,
                                                        const std::string& path,

@@ -1,5 +1,5 @@
-// Shared helpers of the bench binaries: wall time, percentiles, the labelled
-// examples every measurement runs on.
+// The labelled examples every in-process measurement runs on (libtorch side;
+// the torch-free helpers are in bench_stats.h).
 #ifndef BERTOLOGY_BENCH_BENCH_UTIL_H_
 #define BERTOLOGY_BENCH_BENCH_UTIL_H_
 
@@ -7,16 +7,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "bench/bench_stats.h"
 #include "server/core/model.h"
 #include "server/core/sweep.h"
 
 namespace bertology::bench {
-
-// Monotonic wall time in seconds.
-double Now();
-
-// The q-quantile (q in [0, 1], nearest rank) of `samples`; 0 when empty.
-double Percentile(std::vector<double> samples, double q);
 
 // The first `limit` rows (0: all) of a `text_a<TAB>text_b<TAB>label` file,
 // tokenised by `model` at its max_seq_len. Labels are class indices, or

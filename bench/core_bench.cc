@@ -11,7 +11,6 @@
 #include <torch/torch.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -340,10 +339,7 @@ int Main() {
     return 1;
   }
   result["encoder"] = *encoder;
-  std::cout << result.dump(2) << "\n";
-  if (const std::string path = absl::GetFlag(FLAGS_json_out); !path.empty()) {
-    std::ofstream(path) << result.dump(2) << "\n";
-  }
+  EmitResult(result, absl::GetFlag(FLAGS_json_out));
   return 0;
 }
 

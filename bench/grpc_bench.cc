@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -21,6 +20,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_stats.h"
 #include "bertology/v1/bertology.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "server/core/pair_dataset.h"
@@ -46,13 +46,6 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
-}
-
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t rank = static_cast<size_t>(std::ceil(q * v.size()));
-  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
 std::shared_ptr<grpc::Channel> Connect(int index) {
@@ -241,10 +234,7 @@ int Main() {
   if (absl::GetFlag(FLAGS_attention)) {
     result["attention"] = AttentionBench(*stub, inputs);
   }
-  std::cout << result.dump(2) << "\n";
-  if (const std::string path = absl::GetFlag(FLAGS_json_out); !path.empty()) {
-    std::ofstream(path) << result.dump(2) << "\n";
-  }
+  EmitResult(result, absl::GetFlag(FLAGS_json_out));
   return 0;
 }
 
