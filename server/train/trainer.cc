@@ -82,9 +82,10 @@ torch::Tensor NeighbourLoss(const torch::Tensor& hidden, const Batch& b,
 // predicted right), which shows what a plateaued model has not learned.
 double Evaluate(BertForSequenceClassificationImpl& model,
                 const std::vector<Encoded>& data, int batch_size,
-                std::vector<double>* recall) {
+                int num_labels, std::vector<double>* recall) {
+  recall->clear();
   if (data.empty()) return 0;
-  std::vector<int64_t> gold_n, gold_ok;
+  std::vector<int64_t> gold_n(num_labels, 0), gold_ok(num_labels, 0);
   model.eval();
   torch::NoGradGuard no_grad;
   std::vector<size_t> index(data.size());
@@ -92,7 +93,6 @@ double Evaluate(BertForSequenceClassificationImpl& model,
   std::sort(index.begin(), index.end(), [&](size_t a, size_t b) {
     return data[a].ids.size() < data[b].ids.size();
   });
-  int64_t correct = 0;
   for (size_t i = 0; i < data.size(); i += batch_size) {
     size_t end = std::min(data.size(), i + batch_size);
     Batch b = MakeBatch(data, index, i, end);
@@ -100,19 +100,16 @@ double Evaluate(BertForSequenceClassificationImpl& model,
     run.cls_only_last_layer = false;  // the trained numerics predate it
     auto out = model.Run(b.ids, b.segments, b.mask, run);
     torch::Tensor pred = out.logits.argmax(-1);
-    correct += pred.eq(b.labels).sum().item<int64_t>();
-    for (int64_t r = 0; r < pred.size(0); ++r) {
-      const int64_t g = b.labels[r].item<int64_t>();
-      if (g >= static_cast<int64_t>(gold_n.size())) {
-        gold_n.resize(g + 1, 0);
-        gold_ok.resize(g + 1, 0);
-      }
+    auto p = pred.accessor<int64_t, 1>();
+    for (size_t r = 0; r < end - i; ++r) {
+      const int g = data[index[i + r]].label;
       ++gold_n[g];
-      gold_ok[g] += pred[r].item<int64_t>() == g;
+      gold_ok[g] += p[r] == g;
     }
   }
-  recall->clear();
-  for (size_t g = 0; g < gold_n.size(); ++g) {
+  int64_t correct = 0;
+  for (int g = 0; g < num_labels; ++g) {
+    correct += gold_ok[g];
     recall->push_back(gold_n[g] ? static_cast<double>(gold_ok[g]) / gold_n[g]
                                 : 0.0);
   }
@@ -197,10 +194,14 @@ absl::Status Train(const TrainOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--aux_neighbour_layer must be in [0, ", o.layers, "]"));
   }
-  torch::nn::Linear aux_prev(o.hidden, config.vocab_size);
-  torch::nn::Linear aux_next(o.hidden, config.vocab_size);
-  InitWeights(*aux_prev);
-  InitWeights(*aux_next);
+  // Only with the auxiliary objective: they draw from the seeded RNG.
+  torch::nn::Linear aux_prev{nullptr}, aux_next{nullptr};
+  if (aux_layer > 0) {
+    aux_prev = torch::nn::Linear(o.hidden, config.vocab_size);
+    aux_next = torch::nn::Linear(o.hidden, config.vocab_size);
+    InitWeights(*aux_prev);
+    InitWeights(*aux_next);
+  }
 
   // No weight decay on biases and LayerNorm, as in HF's run_glue.
   std::vector<torch::Tensor> decay, no_decay;
@@ -305,7 +306,10 @@ absl::Status Train(const TrainOptions& o) {
       }
     }
     std::vector<double> recall;
-    double dev_acc = dev.empty() ? 0 : Evaluate(*model, dev, 64, &recall);
+    double dev_acc = dev.empty()
+                         ? 0
+                         : Evaluate(*model, dev, 64,
+                                    static_cast<int>(labels.size()), &recall);
     std::string recall_text;
     for (size_t g = 0; g < recall.size(); ++g) {
       absl::StrAppend(&recall_text, g ? ", " : "",
