@@ -115,11 +115,12 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
   }
 
   BertRunOutput out;
+  auto captured = [&](int layer) {
+    return layer < static_cast<int>(options.capture_hidden.size()) &&
+           options.capture_hidden[layer];
+  };
   auto capture = [&](int layer, const torch::Tensor& hidden) {
-    if (layer < static_cast<int>(options.capture_hidden.size()) &&
-        options.capture_hidden[layer]) {
-      out.hidden[layer] = hidden;
-    }
+    if (captured(layer)) out.hidden[layer] = hidden;
   };
   torch::Tensor hidden;
   if (options.start_layer == 0) {
@@ -140,11 +141,9 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
     const bool want_probs =
         l < static_cast<int>(options.attention_layers.size()) &&
         options.attention_layers[l];
-    const bool cls_only =
-        l == num_layers_ - 1 && options.cls_only_last_layer &&
-        options.compute_logits && !want_probs &&
-        !(num_layers_ < static_cast<int>(options.capture_hidden.size()) &&
-          options.capture_hidden[num_layers_]);
+    const bool cls_only = l == num_layers_ - 1 && options.cls_only_last_layer &&
+                          options.compute_logits && !want_probs &&
+                          !captured(num_layers_);
     torch::Tensor probs;
     hidden = bert->encoder->layer(l).forward(hidden, context, layer_mask,
                                              want_probs ? &probs : nullptr,
