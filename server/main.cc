@@ -58,6 +58,13 @@ ABSL_FLAG(int, grace_period_s, 30,
 ABSL_FLAG(int, max_connection_age_s, 0,
           "Close client connections after this age so clients behind DNS "
           "see new replicas; 0: never.");
+ABSL_FLAG(int, max_connection_age_grace_s, 0,
+          "Once a connection has reached --max_connection_age_s, how long its "
+          "calls may still run before it is closed under them; 0: no limit "
+          "(each call runs to its own deadline, so a sweep stream that makes "
+          "progress is never cut). When set, keep it at least the longest "
+          "shard deadline of the sweep jobs (bertology sweep "
+          "--shard-timeout).");
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM server certificate chain (with --tls_key).");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key (with --tls_cert).");
@@ -147,6 +154,8 @@ int main(int argc, char** argv) {
   options.warmup_passes = absl::GetFlag(FLAGS_warmup_passes);
   options.max_connection_age =
       absl::Seconds(absl::GetFlag(FLAGS_max_connection_age_s));
+  options.max_connection_age_grace =
+      absl::Seconds(absl::GetFlag(FLAGS_max_connection_age_grace_s));
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   bertology::ServiceLimits& limits = options.limits;

@@ -14,10 +14,12 @@
 #include "client/cli/labeled_data.h"
 #include "client/cli/mask_flags.h"
 #include "client/cli/sweep_output.h"
+#include "client/cli/sweep_parts.h"
 #include "client/cli/sweep_summary.h"
 #include "client/render/sweep_figures.h"
 #include "client/render/sweep_report.h"
 #include "client/scheduler/progress_bar.h"
+#include "client/scheduler/replica_resolver.h"
 #include "client/scheduler/sweep_scheduler.h"
 
 namespace bertology {
@@ -40,7 +42,16 @@ constexpr char kUsage[] =
     "--data=dev.tsv \\\n    --text-a=sentence1 --text-b=sentence2 "
     "--label=label --heads --layers \\\n    --random=0.1,10,1 "
     "--progress-file=sweep.progress.jsonl --out-dir=sweep/\n"
-    "Low vs high layers: --random=0.2,10,0,0-5 --random=0.2,10,0,6-11.";
+    "Low vs high layers: --random=0.2,10,0,0-5 --random=0.2,10,0,6-11.\n"
+    "A dns:/// target is looked up here: one replica per address (the pods "
+    "of a\nheadless Service), each with --max-inflight shards, looked up "
+    "again every\n--resolve-interval seconds. A call cut part-way (a "
+    "connection aged out, a\nreplica gone) keeps the results that arrived "
+    "and sends only the rest again.\n"
+    "Indexed Job: each pod runs --part=I/N --progress-file=part-I.jsonl "
+    "(same flags,\n--masks-per-shard given); a last run with "
+    "--merge-from='part-*.jsonl' merges\nthe parts exactly, running only "
+    "shards no part holds, and writes the results.";
 
 // The reports and figures of --out-dir; appends the paths to `written`.
 absl::Status WriteOutDir(const render::SweepResults& results,
@@ -60,6 +71,51 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
     return absl::DataLossError(absl::StrCat("cannot write ", path));
   }
   return absl::OkStatus();
+}
+
+// --part and --merge-from into `options`. Every part and the merge must plan
+// the same shards, so the shard size may not depend on the replicas each
+// one happens to see: it must be given.
+absl::Status PartOptions(const Args& args, int masks_per_shard,
+                         SchedulerOptions* options) {
+  if (args.Has("part")) {
+    absl::StatusOr<std::pair<int, int>> part = ParsePart(args.Get("part"));
+    if (!part.ok()) return part.status();
+    options->part_index = part->first;
+    options->part_count = part->second;
+    if (!args.Has("progress-file")) {
+      return absl::InvalidArgumentError(
+          "--part needs --progress-file: the part's results are kept there");
+    }
+    for (const char* out : {"out-csv", "out-json", "out-dir"}) {
+      if (args.Has(out)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--part runs only part of the sweep: --", out,
+            " belongs to the run that merges the parts (--merge-from)"));
+      }
+    }
+  }
+  if (args.Has("merge-from")) {
+    absl::StatusOr<std::vector<std::string>> files =
+        ExpandMergeFrom(args.GetAll("merge-from"));
+    if (!files.ok()) return files.status();
+    options->merge_from = *std::move(files);
+  }
+  if ((args.Has("part") || args.Has("merge-from")) && masks_per_shard <= 0) {
+    return absl::InvalidArgumentError(
+        "--part and --merge-from need --masks-per-shard, so every part and "
+        "the merge plan the same shards");
+  }
+  return absl::OkStatus();
+}
+
+// Replicas behind a target now, for the default shard size: a dns:/// name
+// counts its addresses (1 when it does not resolve yet).
+int ReplicasNow(const ChannelTarget& t) {
+  if (t.dns_host.empty()) return t.backends;
+  absl::StatusOr<std::vector<std::string>> found =
+      SystemLookup(t.dns_host, t.dns_port);
+  return found.ok() ? static_cast<int>(found->size()) : 1;
 }
 
 }  // namespace
@@ -88,6 +144,16 @@ int RunSweep(const Argv& argv) {
        "N"},
       {"progress-file", true,
        "JSONL of finished shards; rerunning the same sweep resumes", "FILE"},
+      {"part", true,
+       "run only part I of N (shards with index % N == I); needs "
+       "--progress-file, which holds the part, and --masks-per-shard",
+       "I/N"},
+      {"merge-from", true,
+       "progress file or glob of the parts of this sweep: their finished "
+       "shards count as done (repeatable)",
+       "FILE"},
+      {"resolve-interval", true,
+       "seconds between DNS lookups of a dns:/// target (default 10)", "S"},
       {"round-robin", false,
        "send a target list through one round_robin channel instead of one "
        "channel per replica"},
@@ -110,11 +176,15 @@ int RunSweep(const Argv& argv) {
   auto masks_per_shard = args.GetInt("masks-per-shard", 0);
   auto examples_per_shard = args.GetInt("examples-per-shard", 0);
   auto rows = args.GetInt("batch-rows", 0);
+  auto resolve_interval = args.GetDouble("resolve-interval", 10);
   for (const absl::Status& s :
        {inflight.status(), timeout.status(), attempts.status(),
-        masks_per_shard.status(), examples_per_shard.status(), rows.status()}) {
+        masks_per_shard.status(), examples_per_shard.status(), rows.status(),
+        resolve_interval.status()}) {
     if (!s.ok()) return Fail("sweep", kExitUsage, s);
   }
+  absl::Status parts = PartOptions(args, *masks_per_shard, &options);
+  if (!parts.ok()) return Fail("sweep", kExitUsage, parts);
   const std::string target = args.Get("target", kDefaultTarget);
   TargetOptions target_options;
   target_options.round_robin_list = args.Has("round-robin");
@@ -147,7 +217,9 @@ int RunSweep(const Argv& argv) {
   const int num_masks = static_cast<int>(job.masks.size());
   const int num_examples = static_cast<int>(job.examples.size());
   int slots = 0;
-  for (const ChannelTarget& t : *targets) slots += *inflight * t.backends;
+  for (const ChannelTarget& t : *targets) {
+    slots += *inflight * ReplicasNow(t);
+  }
   options.max_inflight = *inflight;
   options.shard_timeout = absl::Seconds(*timeout);
   options.max_attempts = std::max(1, *attempts);
@@ -173,7 +245,9 @@ int RunSweep(const Argv& argv) {
   if (!args.Has("quiet")) {
     on_progress = [&bar](const SweepProgressSnapshot& s) { bar.Update(s); };
   }
-  auto executor = NewGrpcShardExecutor(*targets);
+  GrpcExecutorOptions executor_options;
+  executor_options.resolve_interval = absl::Seconds(*resolve_interval);
+  auto executor = NewGrpcShardExecutor(*targets, executor_options);
   absl::StatusOr<SweepRun> run =
       RunSweep(job, executor.get(), options, on_progress);
   bar.Done();
@@ -190,13 +264,21 @@ int RunSweep(const Argv& argv) {
   if (!args.Has("quiet")) {
     std::fprintf(stderr,
                  "sweep: %d masks x %d examples in %d shards (%d resumed), "
-                 "%d retries\n",
+                 "%d retries, %d mask results kept from cut calls\n",
                  num_masks, num_examples, run->shards_total,
-                 run->shards_resumed, run->retries);
+                 run->shards_resumed, run->retries, run->masks_resumed);
     for (const ChannelStats& c : run->channels) {
       std::fprintf(stderr, "  %s: %d shards, %d failures\n", c.name.c_str(),
                    c.shards_ok, c.failures);
     }
+  }
+  if (!run->complete) {
+    std::printf(
+        "part %d/%d: %d shards done (%d resumed) in %s; merge the parts with "
+        "--merge-from\n",
+        options.part_index, options.part_count, run->shards_total,
+        run->shards_resumed, options.progress_file.c_str());
+    return kExitOk;
   }
   const std::string mode_name =
       *mode == v1::ABLATION_MODE_UNIFORM ? "uniform" : "zero";

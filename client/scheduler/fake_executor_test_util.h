@@ -36,12 +36,35 @@ inline std::string MaskIdOf(const v1::MaskSpec& m) {
 
 class FakeExecutor : public ShardExecutor {
  public:
-  explicit FakeExecutor(int channels) : calls_(channels), dead_(channels) {}
-  int num_channels() const override { return static_cast<int>(dead_.size()); }
+  explicit FakeExecutor(int channels) : calls_(channels), dead_(channels) {
+    for (int c = 0; c < channels; ++c) live_.push_back(c);
+  }
+  absl::StatusOr<std::vector<int>> Channels() override {
+    absl::MutexLock lock(&mu_);
+    if (live_.empty()) return absl::UnavailableError("fake: no channel");
+    return live_;
+  }
   std::string channel_name(int c) const override {
     return absl::StrCat("fake-", c);
   }
   int backends(int) const override { return 1; }
+
+  // The channels Channels() returns from now on (ids < the constructor's
+  // count): replicas coming and going.
+  void SetLive(std::vector<int> live) {
+    absl::MutexLock lock(&mu_);
+    live_ = std::move(live);
+  }
+  // Every call ends with UNAVAILABLE after delivering the baseline and at
+  // most `masks` mask results (a stream cut part-way); < 0: never.
+  void CutAfter(int masks) {
+    absl::MutexLock lock(&mu_);
+    cut_after_ = masks;
+  }
+  int64_t masks_sent() {
+    absl::MutexLock lock(&mu_);
+    return masks_sent_;
+  }
 
   void Kill(int channel) {
     absl::MutexLock lock(&mu_);
@@ -69,29 +92,36 @@ class FakeExecutor : public ShardExecutor {
     return n;
   }
 
-  absl::StatusOr<ShardResult> Run(int channel,
-                                  const v1::SweepAblationRequest& request,
-                                  absl::Duration,
-                                  const ShardProgressFn& on_progress) override {
+  ShardAttempt Run(int channel, const v1::SweepAblationRequest& request,
+                   absl::Duration,
+                   const ShardProgressFn& on_progress) override {
     absl::Duration delay;
+    int cut_after;
+    ShardAttempt attempt;
     {
       absl::MutexLock lock(&mu_);
       delay = delay_;
+      cut_after = cut_after_;
+      masks_sent_ += request.masks_size();
     }
     absl::SleepFor(delay);
     {
       absl::MutexLock lock(&mu_);
       calls_[channel]++;
       if (dead_[channel]) {
-        return absl::UnavailableError(
-            absl::StrCat("fake-", channel, " is dead"));
+        attempt.status =
+            absl::UnavailableError(absl::StrCat("fake-", channel, " is dead"));
+        return attempt;
       }
       if (!fail_all_.ok()) {
-        if (ok_calls_ <= 0) return fail_all_;
+        if (ok_calls_ <= 0) {
+          attempt.status = fail_all_;
+          return attempt;
+        }
         --ok_calls_;
       }
     }
-    ShardResult r;
+    ShardResult& r = attempt.result;
     r.replica = channel_name(channel);
     r.baseline.mask_index = -1;
     r.baseline.mask_id = "baseline";
@@ -117,8 +147,13 @@ class FakeExecutor : public ShardExecutor {
       }
       r.masks.push_back(c);
     }
+    attempt.has_baseline = true;
     if (on_progress) on_progress(r.baseline.examples);
-    return r;
+    if (cut_after >= 0 && static_cast<int>(r.masks.size()) > cut_after) {
+      r.masks.resize(cut_after);
+      attempt.status = absl::UnavailableError("fake: stream cut");
+    }
+    return attempt;
   }
 
  private:
@@ -127,6 +162,9 @@ class FakeExecutor : public ShardExecutor {
   std::vector<bool> dead_ ABSL_GUARDED_BY(mu_);
   absl::Status fail_all_ ABSL_GUARDED_BY(mu_);
   int ok_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<int> live_ ABSL_GUARDED_BY(mu_);
+  int cut_after_ ABSL_GUARDED_BY(mu_) = -1;
+  int64_t masks_sent_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Duration delay_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
 };
 

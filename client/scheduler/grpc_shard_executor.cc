@@ -1,16 +1,20 @@
-// The gRPC ShardExecutor: one channel per target, a streaming SweepAblation
-// call per shard.
+// The gRPC ShardExecutor: a channel per replica (per address of a list or of
+// a resolved DNS name), a streaming SweepAblation call per shard attempt.
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "bertology/v1/bertology.grpc.pb.h"
+#include "client/scheduler/replica_resolver.h"
 #include "client/scheduler/shard_executor.h"
 
 namespace bertology {
@@ -31,38 +35,67 @@ MaskCounts FromProto(const v1::MaskResult& r) {
   return c;
 }
 
+std::shared_ptr<grpc::Channel> NewChannel(const ChannelTarget& t) {
+  grpc::ChannelArguments args;
+  if (!t.lb_policy.empty()) args.SetLoadBalancingPolicyName(t.lb_policy);
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  // Reconnect to a restarted replica within a second or two.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  return grpc::CreateCustomChannel(t.uri, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
 class GrpcShardExecutor : public ShardExecutor {
  public:
-  explicit GrpcShardExecutor(const std::vector<ChannelTarget>& targets)
-      : targets_(targets) {
-    for (const ChannelTarget& t : targets_) {
-      grpc::ChannelArguments args;
-      if (!t.lb_policy.empty()) args.SetLoadBalancingPolicyName(t.lb_policy);
-      args.SetMaxReceiveMessageSize(-1);
-      args.SetMaxSendMessageSize(-1);
-      // Reconnect to a restarted replica within a second or two.
-      args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-      args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-      stubs_.push_back(v1::Bertology::NewStub(grpc::CreateCustomChannel(
-          t.uri, grpc::InsecureChannelCredentials(), args)));
+  GrpcShardExecutor(const std::vector<ChannelTarget>& targets,
+                    const GrpcExecutorOptions& options)
+      : resolver_(targets, options.resolve_interval, options.clock) {}
+
+  absl::StatusOr<std::vector<int>> Channels() override {
+    absl::StatusOr<std::vector<ChannelTarget>> now = resolver_.Current();
+    if (!now.ok()) return now.status();
+    absl::MutexLock lock(&mu_);
+    std::vector<int> ids;
+    for (const ChannelTarget& t : *now) {
+      auto it = by_uri_.find(t.uri);
+      if (it == by_uri_.end()) {
+        Entry e;
+        e.target = t;
+        e.stub = v1::Bertology::NewStub(NewChannel(t));
+        entries_.push_back(std::move(e));
+        it =
+            by_uri_.emplace(t.uri, static_cast<int>(entries_.size()) - 1).first;
+      }
+      ids.push_back(it->second);
     }
+    return ids;
   }
 
-  int num_channels() const override { return static_cast<int>(stubs_.size()); }
-  std::string channel_name(int c) const override { return targets_[c].uri; }
-  int backends(int c) const override { return targets_[c].backends; }
+  std::string channel_name(int c) const override {
+    absl::MutexLock lock(&mu_);
+    return entries_[c].target.uri;
+  }
+  int backends(int c) const override {
+    absl::MutexLock lock(&mu_);
+    return entries_[c].target.backends;
+  }
 
-  absl::StatusOr<ShardResult> Run(int channel,
-                                  const v1::SweepAblationRequest& request,
-                                  absl::Duration timeout,
-                                  const ShardProgressFn& on_progress) override {
+  ShardAttempt Run(int channel, const v1::SweepAblationRequest& request,
+                   absl::Duration timeout,
+                   const ShardProgressFn& on_progress) override {
+    v1::Bertology::Stub* stub;
+    ShardAttempt attempt;
+    {
+      absl::MutexLock lock(&mu_);
+      stub = entries_[channel].stub.get();  // entries_ only grows
+      attempt.result.replica = entries_[channel].target.uri;
+    }
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() +
                          absl::ToChronoMicroseconds(timeout));
-    auto reader = stubs_[channel]->SweepAblation(&context, request);
-    ShardResult result;
-    result.replica = targets_[channel].uri;
-    bool has_baseline = false;
+    auto reader = stub->SweepAblation(&context, request);
     v1::SweepAblationResponse event;
     while (reader->Read(&event)) {
       switch (event.event_case()) {
@@ -70,11 +103,11 @@ class GrpcShardExecutor : public ShardExecutor {
           if (on_progress) on_progress(event.progress().done());
           break;
         case v1::SweepAblationResponse::kBaseline:
-          result.baseline = FromProto(event.baseline());
-          has_baseline = true;
+          attempt.result.baseline = FromProto(event.baseline());
+          attempt.has_baseline = true;
           break;
         case v1::SweepAblationResponse::kResult:
-          result.masks.push_back(FromProto(event.result()));
+          attempt.result.masks.push_back(FromProto(event.result()));
           break;
         default:
           break;
@@ -83,30 +116,39 @@ class GrpcShardExecutor : public ShardExecutor {
     const grpc::Status status = reader->Finish();
     // The peer that served it (an L7 balancer hides the replica behind it).
     const std::string peer = context.peer();
-    if (!peer.empty()) result.replica = peer;
+    if (!peer.empty()) attempt.result.replica = peer;
     if (!status.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                          status.error_message());
+      attempt.status =
+          absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                       status.error_message());
+    } else if (!attempt.has_baseline ||
+               attempt.result.masks.size() !=
+                   static_cast<size_t>(request.masks_size())) {
+      attempt.status = absl::UnavailableError(
+          absl::StrCat("the stream ended OK without every result (baseline: ",
+                       attempt.has_baseline, ", ", attempt.result.masks.size(),
+                       " of ", request.masks_size(), " masks)"));
     }
-    if (!has_baseline ||
-        result.masks.size() != static_cast<size_t>(request.masks_size())) {
-      return absl::UnavailableError(absl::StrCat(
-          "the stream ended OK without every result (baseline: ", has_baseline,
-          ", ", result.masks.size(), " of ", request.masks_size(), " masks)"));
-    }
-    return result;
+    return attempt;
   }
 
  private:
-  std::vector<ChannelTarget> targets_;
-  std::vector<std::unique_ptr<v1::Bertology::Stub>> stubs_;
+  struct Entry {
+    ChannelTarget target;
+    std::unique_ptr<v1::Bertology::Stub> stub;
+  };
+  ReplicaResolver resolver_;
+  mutable absl::Mutex mu_;
+  std::vector<Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int> by_uri_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
 
 std::unique_ptr<ShardExecutor> NewGrpcShardExecutor(
-    const std::vector<ChannelTarget>& targets) {
-  return std::make_unique<GrpcShardExecutor>(targets);
+    const std::vector<ChannelTarget>& targets,
+    const GrpcExecutorOptions& options) {
+  return std::make_unique<GrpcShardExecutor>(targets, options);
 }
 
 }  // namespace client

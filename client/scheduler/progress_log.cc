@@ -70,11 +70,59 @@ absl::StatusOr<ShardResult> ShardResultFromJson(const std::string& line) {
   }
 }
 
+// The header check and the finished shards; `has_header` says whether the
+// file had its header line (a new or empty file has none).
+static absl::StatusOr<std::vector<ShardResult>> ReadProgressLines(
+    const std::string& path, const std::string& fingerprint, bool* has_header) {
+  *has_header = false;
+  std::vector<ShardResult> finished;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (!*has_header) {
+      std::string found;
+      try {
+        found = json::parse(line).at("sweep").get<std::string>();
+      } catch (const json::exception&) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            path,
+            ":1 is not a sweep progress file; delete it or choose another "
+            "--progress-file"));
+      }
+      if (found != fingerprint) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            path, " is the progress of another sweep (", found,
+            ", this one is ", fingerprint,
+            "); delete it or choose another --progress-file (a part of an "
+            "Indexed Job must be run with the same flags as the others)"));
+      }
+      *has_header = true;
+      continue;
+    }
+    absl::StatusOr<ShardResult> r = ShardResultFromJson(line);
+    // A torn line (the writer died mid-line; a resumed run starts a new
+    // line after it) only means that shard runs again.
+    if (!r.ok()) continue;
+    finished.push_back(*std::move(r));
+  }
+  return finished;
+}
+
+absl::StatusOr<std::vector<ShardResult>> ReadProgressFile(
+    const std::string& path, const std::string& fingerprint) {
+  if (!std::ifstream(path)) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read the progress file ", path));
+  }
+  bool has_header = false;
+  return ReadProgressLines(path, fingerprint, &has_header);
+}
+
 absl::StatusOr<std::unique_ptr<ProgressLog>> ProgressLog::Open(
     const std::string& path, const std::string& fingerprint) {
   std::unique_ptr<ProgressLog> log(new ProgressLog());
   log->path_ = path;
-  bool has_header = false;
   bool torn_tail = false;
   {
     std::ifstream tail(path, std::ios::binary | std::ios::ate);
@@ -83,37 +131,11 @@ absl::StatusOr<std::unique_ptr<ProgressLog>> ProgressLog::Open(
       torn_tail = tail.get() != '\n';
     }
   }
-  {
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.empty()) continue;
-      if (!has_header) {
-        std::string found;
-        try {
-          found = json::parse(line).at("sweep").get<std::string>();
-        } catch (const json::exception&) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              path,
-              ":1 is not a sweep progress file; delete it or choose "
-              "another --progress-file"));
-        }
-        if (found != fingerprint) {
-          return absl::FailedPreconditionError(
-              absl::StrCat(path, " is the progress of another sweep (", found,
-                           ", this one is ", fingerprint,
-                           "); delete it or choose another --progress-file"));
-        }
-        has_header = true;
-        continue;
-      }
-      absl::StatusOr<ShardResult> r = ShardResultFromJson(line);
-      // A torn line (the writer died mid-line; a resumed run starts a new
-      // line after it) only means that shard runs again.
-      if (!r.ok()) continue;
-      log->finished_.push_back(*std::move(r));
-    }
-  }
+  bool has_header = false;
+  absl::StatusOr<std::vector<ShardResult>> finished =
+      ReadProgressLines(path, fingerprint, &has_header);
+  if (!finished.ok()) return finished.status();
+  log->finished_ = *std::move(finished);
   std::FILE* f = std::fopen(path.c_str(), "a");
   if (f == nullptr) {
     return absl::PermissionDeniedError(

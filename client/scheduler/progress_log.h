@@ -43,6 +43,13 @@ class ProgressLog {
   std::FILE* file_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
+// The finished shards of a progress file written by another run of the same
+// sweep (a part of an Indexed Job), without opening it for writing.
+// NOT_FOUND when it cannot be read; FAILED_PRECONDITION, naming the file,
+// when it belongs to another sweep.
+absl::StatusOr<std::vector<ShardResult>> ReadProgressFile(
+    const std::string& path, const std::string& fingerprint);
+
 // One shard result as one line of JSON (no newline), and back.
 std::string ShardResultToJson(const ShardResult& result);
 absl::StatusOr<ShardResult> ShardResultFromJson(const std::string& line);

@@ -43,11 +43,12 @@ SweepSummary MergeWith(const std::vector<PlannedMask>& masks,
     for (int m = s.mask_begin; m < s.mask_end; ++m) {
       *req.add_masks() = masks[m].wire;
     }
-    auto r = exec.Run(0, req, absl::Seconds(1), {});
-    EXPECT_TRUE(r.ok());
-    r->shard = s;
-    for (MaskCounts& c : r->masks) c.mask_index += s.mask_begin;
-    EXPECT_TRUE(merger.Add(*r).ok());
+    ShardAttempt a = exec.Run(0, req, absl::Seconds(1), {});
+    EXPECT_TRUE(a.status.ok()) << a.status;
+    ShardResult& r = a.result;
+    r.shard = s;
+    for (MaskCounts& c : r.masks) c.mask_index += s.mask_begin;
+    EXPECT_TRUE(merger.Add(r).ok());
   }
   auto summary = merger.Finish();
   EXPECT_TRUE(summary.ok()) << summary.status();

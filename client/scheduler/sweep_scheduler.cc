@@ -46,8 +46,13 @@ void Fnv(uint64_t* h, const std::string& s) {
   *h *= 1099511628211ull;
 }
 
+// A shard waiting to run (again). After a call that ended early it carries
+// what arrived, and `masks` lists only the planned masks still missing.
 struct Pending {
   Shard shard;
+  std::vector<int> masks;  // planned indices still to score
+  ShardResult got;         // baseline and mask results so far (global)
+  bool has_baseline = false;
   int attempts = 0;
   absl::Time not_before = absl::InfinitePast();
   int avoid = -1;  // the channel it last failed on
@@ -56,6 +61,8 @@ struct Pending {
 
 struct ChannelState {
   ChannelStats stats;
+  bool live = false;  // in the executor's latest channel list
+  int workers = 0;    // threads serving it now
   int consecutive_failures = 0;
   absl::Time down_until = absl::InfinitePast();
 };
@@ -74,16 +81,25 @@ class SweepRunState {
   absl::StatusOr<SweepRun> Run();
 
  private:
+  // Reads the progress file and the merge_from files; queues the rest.
+  absl::Status Plan() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Asks the executor for its channels and starts workers for new ones.
+  void RefreshChannels() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Worker(int channel);
-  // The next shard `channel` may run now, or nullopt with how long to wait.
+  // The next shard `channel` may run now, or false with how long to wait.
   bool TakeShard(int channel, Pending* out, absl::Duration* wait)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool OthersDown(int channel, absl::Time now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Finished(int channel, Pending p, absl::StatusOr<ShardResult> result)
+  void Finished(int channel, Pending p, ShardAttempt attempt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  v1::SweepAblationRequest Request(const Shard& s) const;
+  void Succeeded(int channel, const Pending& p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::SweepAblationRequest Request(const Pending& p) const;
   void Report() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !fatal_.ok() || (queue_.empty() && inflight_ == 0);
+  }
 
   const SweepJob& job_;
   ShardExecutor* const executor_;
@@ -96,33 +112,34 @@ class SweepRunState {
   absl::CondVar changed_;
   SweepMerger merger_ ABSL_GUARDED_BY(mu_);
   std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
-  std::vector<ChannelState> channels_ ABSL_GUARDED_BY(mu_);
+  std::map<int, ChannelState> channels_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> workers_ ABSL_GUARDED_BY(mu_);
+  absl::Time no_replicas_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::map<int, int64_t> partial_ ABSL_GUARDED_BY(mu_);  // shard -> pairs
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);
   int inflight_ ABSL_GUARDED_BY(mu_) = 0;
+  int masks_resumed_ ABSL_GUARDED_BY(mu_) = 0;
   SweepProgressSnapshot progress_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> by_peer_ ABSL_GUARDED_BY(mu_);
 };
 
-v1::SweepAblationRequest SweepRunState::Request(const Shard& s) const {
+v1::SweepAblationRequest SweepRunState::Request(const Pending& p) const {
   v1::SweepAblationRequest r;
   r.set_model(job_.model);
   r.set_mode(job_.mode);
   if (job_.max_batch_rows > 0) {
     r.mutable_options()->set_max_batch_rows(job_.max_batch_rows);
   }
-  for (int e = s.example_begin; e < s.example_end; ++e) {
+  for (int e = p.shard.example_begin; e < p.shard.example_end; ++e) {
     *r.add_examples() = job_.examples[e];
   }
-  for (int m = s.mask_begin; m < s.mask_end; ++m) {
-    *r.add_masks() = job_.masks[m].wire;
-  }
+  for (int m : p.masks) *r.add_masks() = job_.masks[m].wire;
   return r;
 }
 
 bool SweepRunState::OthersDown(int channel, absl::Time now) const {
-  for (int c = 0; c < static_cast<int>(channels_.size()); ++c) {
-    if (c != channel && channels_[c].down_until <= now) return false;
+  for (const auto& [c, state] : channels_) {
+    if (c != channel && state.live && state.down_until <= now) return false;
   }
   return true;
 }
@@ -154,34 +171,86 @@ void SweepRunState::Report() {
   if (!on_progress_) return;
   SweepProgressSnapshot s = progress_;
   s.inflight = inflight_;
+  for (const auto& [c, state] : channels_) s.replicas += state.live ? 1 : 0;
   for (const auto& [shard, pairs] : partial_) s.pairs_done += pairs;
   on_progress_(s);
 }
 
-void SweepRunState::Finished(int channel, Pending p,
-                             absl::StatusOr<ShardResult> result) {
+void SweepRunState::Succeeded(int channel, const Pending& p) {
+  ChannelState& ch = channels_[channel];
+  ch.stats.shards_ok++;
+  ch.consecutive_failures = 0;
+  ch.down_until = absl::InfinitePast();
+  by_peer_[p.got.replica]++;
+  progress_.shards_done++;
+  progress_.pairs_done += p.shard.pairs();
+  if (log_ != nullptr) {
+    absl::Status logged = log_->Append(p.got);
+    if (!logged.ok() && fatal_.ok()) fatal_ = logged;
+  }
+}
+
+void SweepRunState::Finished(int channel, Pending p, ShardAttempt attempt) {
   --inflight_;
   partial_.erase(p.shard.index);
   ChannelState& ch = channels_[channel];
   const absl::Time now = clock_->Now();
-  absl::Status status = result.status();
-  if (result.ok()) {
-    result->shard = p.shard;
-    result->baseline.mask_index = -1;
-    for (MaskCounts& c : result->masks) c.mask_index += p.shard.mask_begin;
-    status = merger_.Add(*result);
+  // Keep whatever arrived, in planned indices; the rest is sent again.
+  p.got.replica = attempt.result.replica;
+  if (attempt.has_baseline && !p.has_baseline) {
+    p.got.baseline = attempt.result.baseline;
+    p.got.baseline.mask_index = -1;
+    p.has_baseline = true;
+  }
+  std::vector<bool> arrived(p.masks.size(), false);
+  int fresh = 0;
+  for (MaskCounts& c : attempt.result.masks) {
+    if (c.mask_index < 0 || c.mask_index >= static_cast<int>(p.masks.size()) ||
+        arrived[c.mask_index]) {
+      continue;  // not one we asked for: ignore, it is asked again
+    }
+    arrived[c.mask_index] = true;
+    c.mask_index = p.masks[c.mask_index];
+    p.got.masks.push_back(std::move(c));
+    ++fresh;
+  }
+  std::vector<int> missing;
+  for (size_t i = 0; i < p.masks.size(); ++i) {
+    if (!arrived[i]) missing.push_back(p.masks[i]);
+  }
+  p.masks = std::move(missing);
+  absl::Status status = attempt.status;
+  if (status.ok() && (!p.masks.empty() || !p.has_baseline)) {
+    status = absl::UnavailableError("the call ended OK with results missing");
   }
   if (status.ok()) {
-    ch.stats.shards_ok++;
-    ch.consecutive_failures = 0;
-    ch.down_until = absl::InfinitePast();
-    by_peer_[result->replica]++;
-    progress_.shards_done++;
-    progress_.pairs_done += p.shard.pairs();
-    if (log_ != nullptr) {
-      absl::Status logged = log_->Append(*result);
-      if (!logged.ok() && fatal_.ok()) fatal_ = logged;
+    p.got.shard = p.shard;
+    status = merger_.Add(p.got);
+    if (status.ok()) {
+      Succeeded(channel, p);
+      Report();
+      return;
     }
+  }
+  const std::string where =
+      absl::StrCat(executor_->channel_name(channel), ": ", status.ToString());
+  if (!IsRetryable(status)) {
+    absl::StrAppend(&p.errors, "\n  attempt ", p.attempts + 1, " on ", where);
+    if (fatal_.ok()) {
+      fatal_ = absl::Status(
+          status.code(), absl::StrCat("shard ", p.shard.Key(),
+                                      " was refused (not retried):", p.errors));
+    }
+    Report();
+    return;
+  }
+  if (fresh > 0 && p.has_baseline) {
+    // The call made progress before it ended (typically a stream cut when
+    // its connection aged out): not the replica's fault and not an attempt
+    // lost. Send the remaining masks again at once, anywhere.
+    masks_resumed_ += fresh;
+    progress_.retries++;
+    queue_.push_front(std::move(p));
     Report();
     return;
   }
@@ -190,15 +259,8 @@ void SweepRunState::Finished(int channel, Pending p,
   ch.consecutive_failures++;
   ch.down_until = now + Backoff(options_, ch.consecutive_failures);
   p.attempts++;
-  absl::StrAppend(&p.errors, "\n  attempt ", p.attempts, " on ",
-                  executor_->channel_name(channel), ": ", status.ToString());
-  if (!IsRetryable(status)) {
-    if (fatal_.ok()) {
-      fatal_ = absl::Status(
-          status.code(), absl::StrCat("shard ", p.shard.Key(),
-                                      " was refused (not retried):", p.errors));
-    }
-  } else if (p.attempts >= options_.max_attempts) {
+  absl::StrAppend(&p.errors, "\n  attempt ", p.attempts, " on ", where);
+  if (p.attempts >= options_.max_attempts) {
     if (fatal_.ok()) {
       fatal_ = absl::UnavailableError(
           absl::StrCat("shard ", p.shard.Key(), " failed ", p.attempts,
@@ -219,7 +281,10 @@ void SweepRunState::Worker(int channel) {
     {
       absl::MutexLock lock(&mu_);
       while (true) {
-        if (!fatal_.ok() || (queue_.empty() && inflight_ == 0)) return;
+        if (Done() || !channels_[channel].live) {
+          channels_[channel].workers--;
+          return;
+        }
         absl::Duration wait;
         if (TakeShard(channel, &p, &wait)) break;
         if (wait == absl::InfiniteDuration()) {
@@ -233,18 +298,102 @@ void SweepRunState::Worker(int channel) {
       }
       ++inflight_;
     }
-    const v1::SweepAblationRequest request = Request(p.shard);
+    const v1::SweepAblationRequest request = Request(p);
     const int index = p.shard.index;
-    absl::StatusOr<ShardResult> result = executor_->Run(
+    // Pairs already scored by earlier calls of this shard count as done.
+    const int64_t earlier =
+        static_cast<int64_t>(p.shard.num_masks() - p.masks.size() +
+                             (p.has_baseline ? 1 : 0)) *
+        p.shard.num_examples();
+    ShardAttempt attempt = executor_->Run(
         channel, request, options_.shard_timeout, [&](int64_t done) {
           absl::MutexLock lock(&mu_);
-          partial_[index] = done;
+          partial_[index] = std::min(earlier + done, p.shard.pairs());
           Report();
         });
     absl::MutexLock lock(&mu_);
-    Finished(channel, std::move(p), std::move(result));
+    Finished(channel, std::move(p), std::move(attempt));
     changed_.SignalAll();
   }
+}
+
+void SweepRunState::RefreshChannels() {
+  mu_.Unlock();  // the executor may look names up: not under the lock
+  absl::StatusOr<std::vector<int>> ids = executor_->Channels();
+  mu_.Lock();
+  const absl::Time now = clock_->Now();
+  for (auto& [c, state] : channels_) state.live = false;
+  if (ids.ok()) {
+    for (int c : *ids) {
+      ChannelState& state = channels_[c];
+      if (state.stats.name.empty())
+        state.stats.name = executor_->channel_name(c);
+      state.live = true;
+      // A new replica (a pod came up), or one back after it went away, gets
+      // its own in-flight slots.
+      const int slots = std::max(1, options_.max_inflight) *
+                        std::max(1, executor_->backends(c));
+      for (; state.workers < slots; ++state.workers) {
+        workers_.emplace_back([this, c] { Worker(c); });
+      }
+    }
+  }
+  if (ids.ok() && !ids->empty()) {
+    no_replicas_since_ = absl::InfiniteFuture();
+  } else if (no_replicas_since_ == absl::InfiniteFuture()) {
+    no_replicas_since_ = now;
+  } else if (now - no_replicas_since_ >= options_.no_replica_timeout &&
+             fatal_.ok()) {
+    fatal_ = absl::UnavailableError(absl::StrCat(
+        "no replica for ", absl::FormatDuration(now - no_replicas_since_), ": ",
+        ids.ok() ? "the executor has no channel" : ids.status().ToString()));
+  }
+  changed_.SignalAll();
+}
+
+absl::Status SweepRunState::Plan() {
+  const std::vector<Shard> shards =
+      PlanShards(static_cast<int>(job_.masks.size()),
+                 static_cast<int>(job_.examples.size()), options_.sharding);
+  const std::string fingerprint = SweepFingerprint(job_, options_.sharding);
+  std::map<std::string, bool> resumed;
+  auto take = [&](const std::vector<ShardResult>& finished) {
+    for (const ShardResult& r : finished) {
+      if (!merger_.Add(r).ok()) continue;  // e.g. a duplicate line
+      resumed[r.shard.Key()] = true;
+    }
+  };
+  if (!options_.progress_file.empty()) {
+    absl::StatusOr<std::unique_ptr<ProgressLog>> log =
+        ProgressLog::Open(options_.progress_file, fingerprint);
+    if (!log.ok()) return log.status();
+    log_ = *std::move(log);
+    take(log_->finished());
+  }
+  for (const std::string& path : options_.merge_from) {
+    if (path == options_.progress_file) continue;
+    absl::StatusOr<std::vector<ShardResult>> finished =
+        ReadProgressFile(path, fingerprint);
+    if (!finished.ok()) return finished.status();
+    take(*finished);
+  }
+  const int parts = std::max(1, options_.part_count);
+  for (const Shard& s : shards) {
+    if (s.index % parts != options_.part_index) continue;
+    progress_.shards_total++;
+    progress_.pairs_total += s.pairs();
+    if (resumed.count(s.Key()) > 0) {
+      progress_.shards_done++;
+      progress_.shards_resumed++;
+      progress_.pairs_done += s.pairs();
+      continue;
+    }
+    Pending p;
+    p.shard = s;
+    for (int m = s.mask_begin; m < s.mask_end; ++m) p.masks.push_back(m);
+    queue_.push_back(std::move(p));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<SweepRun> SweepRunState::Run() {
@@ -252,57 +401,53 @@ absl::StatusOr<SweepRun> SweepRunState::Run() {
     return absl::InvalidArgumentError("the sweep has no examples");
   }
   if (job_.masks.empty()) return absl::InvalidArgumentError("no masks");
-  if (executor_->num_channels() < 1) {
-    return absl::InvalidArgumentError("no replicas to send shards to");
+  if (options_.part_count < 1 || options_.part_index < 0 ||
+      options_.part_index >= options_.part_count) {
+    return absl::InvalidArgumentError(absl::StrCat("part ", options_.part_index,
+                                                   "/", options_.part_count,
+                                                   " is not in [0, count)"));
   }
-  const std::vector<Shard> shards =
-      PlanShards(static_cast<int>(job_.masks.size()),
-                 static_cast<int>(job_.examples.size()), options_.sharding);
-  std::map<std::string, bool> resumed;
   absl::MutexLock lock(&mu_);
-  if (!options_.progress_file.empty()) {
-    absl::StatusOr<std::unique_ptr<ProgressLog>> log = ProgressLog::Open(
-        options_.progress_file, SweepFingerprint(job_, options_.sharding));
-    if (!log.ok()) return log.status();
-    log_ = *std::move(log);
-    for (const ShardResult& r : log_->finished()) {
-      if (!merger_.Add(r).ok()) continue;  // e.g. a duplicate line
-      resumed[r.shard.Key()] = true;
-    }
-  }
-  progress_.shards_total = static_cast<int>(shards.size());
-  for (const Shard& s : shards) {
-    progress_.pairs_total += s.pairs();
-    if (resumed.count(s.Key()) > 0) {
-      progress_.shards_done++;
-      progress_.shards_resumed++;
-      progress_.pairs_done += s.pairs();
-    } else {
-      queue_.push_back(Pending{s});
-    }
-  }
-  channels_.resize(executor_->num_channels());
-  std::vector<std::thread> workers;
-  for (int c = 0; c < executor_->num_channels(); ++c) {
-    channels_[c].stats.name = executor_->channel_name(c);
-    const int n = std::max(1, options_.max_inflight) *
-                  std::max(1, executor_->backends(c));
-    for (int i = 0; i < n; ++i) workers.emplace_back([this, c] { Worker(c); });
-  }
+  absl::Status planned = Plan();
+  if (!planned.ok()) return planned;
   Report();
+  // Supervise: re-read the channels now and then until the work is done.
+  absl::Time next_refresh = absl::InfinitePast();
+  while (!Done()) {
+    if (clock_->Now() >= next_refresh) {
+      RefreshChannels();
+      next_refresh = clock_->Now() + options_.refresh_interval;
+      continue;
+    }
+    if (no_replicas_since_ != absl::InfiniteFuture()) {
+      // No worker runs: waiting for a replica is all there is to do.
+      mu_.Unlock();
+      clock_->SleepFor(options_.refresh_interval);
+      mu_.Lock();
+      continue;
+    }
+    changed_.WaitWithTimeout(&mu_, absl::Milliseconds(50));
+  }
+  for (auto& [c, state] : channels_) state.live = false;  // workers leave
+  changed_.SignalAll();
+  std::vector<std::thread> workers = std::move(workers_);
   mu_.Unlock();
   for (std::thread& t : workers) t.join();
   mu_.Lock();
   if (!fatal_.ok()) return fatal_;
-  absl::StatusOr<SweepSummary> summary = merger_.Finish();
-  if (!summary.ok()) return summary.status();
   SweepRun run;
-  run.summary = *std::move(summary);
-  for (const ChannelState& c : channels_) run.channels.push_back(c.stats);
+  if (options_.part_count <= 1) {
+    absl::StatusOr<SweepSummary> summary = merger_.Finish();
+    if (!summary.ok()) return summary.status();
+    run.summary = *std::move(summary);
+    run.complete = true;
+  }
+  for (const auto& [c, state] : channels_) run.channels.push_back(state.stats);
   run.shards_by_peer = by_peer_;
   run.shards_total = progress_.shards_total;
   run.shards_resumed = progress_.shards_resumed;
   run.retries = progress_.retries;
+  run.masks_resumed = masks_resumed_;
   return run;
 }
 

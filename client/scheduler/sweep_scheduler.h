@@ -3,7 +3,13 @@
 //
 // Promises:
 //  - at most max_inflight x backends(channel) shards in flight per channel,
-//    each with a deadline of shard_timeout;
+//    each with a deadline of shard_timeout; the channels are re-read from
+//    the executor every refresh_interval (a dns:/// name grows and shrinks
+//    with its pods), so concurrency scales with the replicas it sees;
+//  - a call that ends early (a stream cut when its connection ages out, a
+//    replica that dies) keeps the mask results that arrived: the shard's
+//    remaining masks are sent again, not the whole shard. An attempt that
+//    delivered new results does not count against max_attempts;
 //  - a shard that fails with a retryable code (UNAVAILABLE, DEADLINE_EXCEEDED,
 //    RESOURCE_EXHAUSTED, ABORTED, CANCELLED, INTERNAL, UNKNOWN, or an
 //    incomplete stream) is retried after backoff, preferably on another
@@ -14,7 +20,10 @@
 //    a request error (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, ...),
 //    with a message naming the shard, the attempts and the last errors;
 //  - with a progress file, finished shards are appended as they finish and
-//    skipped when the same sweep runs again.
+//    skipped when the same sweep runs again;
+//  - with part_count N > 1, only the shards whose index % N == part_index
+//    run (one part of an Indexed Job); merge_from reads other progress files
+//    of the same sweep (the parts) and runs only what none of them holds.
 #ifndef BERTOLOGY_CLIENT_SCHEDULER_SWEEP_SCHEDULER_H_
 #define BERTOLOGY_CLIENT_SCHEDULER_SWEEP_SCHEDULER_H_
 
@@ -53,7 +62,16 @@ struct SchedulerOptions {
   absl::Duration max_backoff = absl::Seconds(10);
   double backoff_multiplier = 2.0;
   std::string progress_file;  // empty: none
-  Clock* clock = nullptr;     // nullptr: Clock::Real()
+  // Progress files of other runs of this sweep (the parts of an Indexed
+  // Job): their finished shards count as done. Read only.
+  std::vector<std::string> merge_from;
+  int part_index = 0;  // this run's part, in [0, part_count)
+  int part_count = 1;  // > 1: run only shards with index % count == index
+  // How often the executor is asked for its channels (it rate-limits DNS
+  // lookups itself), and how long the sweep may have none before failing.
+  absl::Duration refresh_interval = absl::Seconds(1);
+  absl::Duration no_replica_timeout = absl::Minutes(2);
+  Clock* clock = nullptr;  // nullptr: Clock::Real()
 };
 
 struct SweepProgressSnapshot {
@@ -64,6 +82,7 @@ struct SweepProgressSnapshot {
   int shards_resumed = 0;
   int retries = 0;
   int inflight = 0;
+  int replicas = 0;  // channels in use now
 };
 // Called from worker threads, one call at a time.
 using SweepProgressFn = std::function<void(const SweepProgressSnapshot&)>;
@@ -76,12 +95,16 @@ struct ChannelStats {
 };
 
 struct SweepRun {
+  // Empty for a part run (part_count > 1): its shards are in the progress
+  // file, and a run with merge_from over all parts gives the summary.
+  bool complete = false;
   SweepSummary summary;
   std::vector<ChannelStats> channels;
   std::map<std::string, int> shards_by_peer;  // who served (this run)
   int shards_total = 0;
   int shards_resumed = 0;
   int retries = 0;
+  int masks_resumed = 0;  // mask results kept from calls that ended early
 };
 
 // Identifies a sweep (model, mode, examples, masks, sharding) for progress

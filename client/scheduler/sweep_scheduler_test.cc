@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <thread>
 
 #include "client/scheduler/fake_executor_test_util.h"
 #include "gtest/gtest.h"
@@ -131,6 +132,108 @@ TEST(SweepSchedulerTest, ResumesFromTheProgressFile) {
   auto other = RunSweep(Job(11, 10), &exec, o);
   EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
   std::remove(path.c_str());
+}
+
+TEST(SweepSchedulerTest, ACutStreamResumesItsRemainingMasks) {
+  const SweepJob job = Job(12, 10);
+  FakeClock clock;
+  testing::FakeExecutor exec(1);
+  exec.CutAfter(2);  // every call ends after 2 mask results
+  SchedulerOptions o = Options(&clock, 6, 10);  // 2 shards of 6 masks
+  o.max_attempts = 1;  // calls that made progress are not failed attempts
+  auto run = RunSweep(job, &exec, o);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ExpectSame(run->summary, SingleRun(job));
+  // Per shard: 6 masks sent (2 kept), then 4 (2 kept), then 2 (done). A
+  // restart from scratch would send 6 every time and never finish.
+  EXPECT_EQ(exec.total_calls(), 6);
+  EXPECT_EQ(exec.masks_sent(), 2 * (6 + 4 + 2));
+  EXPECT_EQ(run->masks_resumed, 2 * 4);
+  EXPECT_EQ(run->channels[0].failures, 0);
+}
+
+TEST(SweepSchedulerTest, FollowsReplicasThatComeAndGo) {
+  const SweepJob job = Job(40, 4);
+  FakeClock clock;
+  testing::FakeExecutor exec(3);
+  exec.SetLive({0});
+  exec.SetDelay(absl::Milliseconds(20));
+  SchedulerOptions o = Options(&clock, 1, 4);  // 40 shards
+  o.max_inflight = 1;
+  o.refresh_interval = absl::ZeroDuration();  // re-read at every wake-up
+  absl::StatusOr<SweepRun> run;
+  std::thread sweep([&] { run = RunSweep(job, &exec, o); });
+  while (exec.calls(0) < 3) absl::SleepFor(absl::Milliseconds(5));
+  exec.SetLive({1, 2});  // replica 0 goes, two new ones come
+  const int calls_on_0 = exec.calls(0);
+  sweep.join();
+  ASSERT_TRUE(run.ok()) << run.status();
+  ExpectSame(run->summary, SingleRun(job));
+  EXPECT_GT(exec.calls(1), 0);
+  EXPECT_GT(exec.calls(2), 0);
+  EXPECT_LE(exec.calls(0), calls_on_0 + 1);  // at most the one in flight
+  EXPECT_EQ(run->channels.size(), 3u);
+}
+
+TEST(SweepSchedulerTest, FailsWhenNoReplicaAppears) {
+  FakeClock clock;
+  testing::FakeExecutor exec(1);
+  exec.SetLive({});
+  SchedulerOptions o = Options(&clock, 4, 4);
+  o.no_replica_timeout = absl::Seconds(30);
+  auto run = RunSweep(Job(4, 4), &exec, o);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(run.status().message().find("fake: no channel"), std::string::npos)
+      << run.status();
+  EXPECT_GE(clock.total_slept(), absl::Seconds(30));
+}
+
+TEST(SweepSchedulerTest, PartsMergeExactlyAndAMissingPartIsRun) {
+  const SweepJob job = Job(12, 10);
+  const std::string dir = ::testing::TempDir();
+  std::vector<std::string> parts;
+  FakeClock clock;
+  SchedulerOptions o = Options(&clock, 3, 5);  // 8 shards
+  o.part_count = 3;
+  for (int i = 0; i < 3; ++i) {
+    parts.push_back(absl::StrCat(dir, "/part-", getpid(), "-", i, ".jsonl"));
+    std::remove(parts.back().c_str());
+    o.part_index = i;
+    o.progress_file = parts.back();
+    testing::FakeExecutor exec(1);
+    auto run = RunSweep(job, &exec, o);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_FALSE(run->complete);
+    EXPECT_EQ(run->shards_total, i < 2 ? 3 : 2);  // shards 0,3,6 / 1,4,7 / 2,5
+    EXPECT_EQ(exec.total_calls(), run->shards_total);
+  }
+  SchedulerOptions merge = Options(&clock, 3, 5);
+  merge.merge_from = parts;
+  {
+    testing::FakeExecutor exec(1);
+    auto run = RunSweep(job, &exec, merge);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_TRUE(run->complete);
+    EXPECT_EQ(exec.total_calls(), 0);
+    EXPECT_EQ(run->shards_resumed, 8);
+    ExpectSame(run->summary, SingleRun(job));
+  }
+  merge.merge_from = {parts[0], parts[2]};  // part 1 lost
+  {
+    testing::FakeExecutor exec(1);
+    auto run = RunSweep(job, &exec, merge);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(exec.total_calls(), 3);
+    ExpectSame(run->summary, SingleRun(job));
+  }
+  // A part of another sweep is refused, naming the file.
+  merge.merge_from = {parts[0]};
+  testing::FakeExecutor exec(1);
+  auto other = RunSweep(Job(11, 10), &exec, merge);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(other.status().message().find(parts[0]), std::string::npos);
+  for (const std::string& p : parts) std::remove(p.c_str());
 }
 
 TEST(SweepSchedulerTest, BackoffGrowsToTheCap) {

@@ -9,12 +9,59 @@
 
 namespace bertology {
 namespace client {
+namespace {
+
+// "dns:///host:port", "dns:host:port", "dns:///[v6::addr]:port".
+absl::StatusOr<std::vector<ChannelTarget>> ParseDnsTarget(
+    const std::string& target) {
+  absl::string_view rest = target;
+  absl::ConsumePrefix(&rest, "dns:");
+  if (absl::ConsumePrefix(&rest, "//")) {
+    const size_t slash = rest.find('/');
+    if (slash != 0) {
+      // The system resolver is what the scheduler uses; a DNS server named
+      // in the target would be silently ignored, so it is refused.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--target=", target,
+          ": a DNS server in the target (dns://SERVER/...) is not supported; "
+          "use dns:///NAME:PORT (the system resolver)"));
+    }
+    rest.remove_prefix(1);
+  }
+  std::string host, port;
+  if (absl::StartsWith(rest, "[")) {
+    const size_t close = rest.find("]:");
+    if (close != absl::string_view::npos) {
+      host = std::string(rest.substr(1, close - 1));
+      port = std::string(rest.substr(close + 2));
+    }
+  } else {
+    const size_t colon = rest.rfind(':');
+    if (colon != absl::string_view::npos) {
+      host = std::string(rest.substr(0, colon));
+      port = std::string(rest.substr(colon + 1));
+    }
+  }
+  if (host.empty() || port.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--target=", target, ": expected dns:///NAME:PORT"));
+  }
+  ChannelTarget t{target, "", 1};
+  t.dns_host = host;
+  t.dns_port = port;
+  return std::vector<ChannelTarget>{t};
+}
+
+}  // namespace
 
 absl::StatusOr<std::vector<ChannelTarget>> ParseTargets(
     const std::string& target, const TargetOptions& options) {
   if (target.empty()) return absl::InvalidArgumentError("--target is empty");
   if (absl::StartsWith(target, "dns:")) {
-    return std::vector<ChannelTarget>{{target, "round_robin", 1}};
+    if (options.round_robin_list) {
+      return std::vector<ChannelTarget>{{target, "round_robin", 1}};
+    }
+    return ParseDnsTarget(target);
   }
   absl::string_view list = target;
   const bool ipv4 = absl::ConsumePrefix(&list, "ipv4:");

@@ -5,8 +5,12 @@
 //       one), or with `round_robin` one channel over the list with gRPC's
 //       round_robin policy;
 //   "dns:///bertology-headless:50051"
-//       one channel, round_robin over the addresses DNS returns (a Kubernetes
-//       headless service);
+//       a name for many replicas (a Kubernetes headless Service: one A record
+//       per ready pod). The scheduler looks it up itself and keeps one
+//       channel per address, each with its own in-flight limit, and looks it
+//       up again as pods come and go (ReplicaResolver); with
+//       `round_robin_list`, one channel with gRPC's round_robin policy over
+//       the addresses instead;
 //   "host:port"
 //       one channel to one server or to an L7 load balancer.
 #ifndef BERTOLOGY_CLIENT_SCHEDULER_TARGETS_H_
@@ -24,6 +28,10 @@ struct ChannelTarget {
   std::string uri;        // what grpc::CreateCustomChannel gets
   std::string lb_policy;  // "" (pick_first) or "round_robin"
   int backends = 1;       // addresses behind it, when known (else 1)
+  // Set for a dns:/// target that the scheduler resolves itself: the name
+  // and port to look up; `uri` is then the target as given.
+  std::string dns_host;
+  std::string dns_port;
 };
 
 struct TargetOptions {
@@ -31,7 +39,8 @@ struct TargetOptions {
   bool round_robin_list = false;
 };
 
-// INVALID_ARGUMENT for an empty target or an empty list entry.
+// INVALID_ARGUMENT for an empty target or an empty list entry, and for a
+// dns: target with an authority (dns://SERVER/...) or without a port.
 absl::StatusOr<std::vector<ChannelTarget>> ParseTargets(
     const std::string& target, const TargetOptions& options = {});
 

@@ -27,7 +27,18 @@ TEST(TargetsTest, ListCanBeOneRoundRobinChannel) {
 TEST(TargetsTest, DnsAndSingleAddress) {
   auto dns = ParseTargets("dns:///bertology:50051");
   ASSERT_TRUE(dns.ok());
-  EXPECT_EQ((*dns)[0].lb_policy, "round_robin");
+  EXPECT_EQ((*dns)[0].lb_policy, "");  // resolved by the scheduler
+  EXPECT_EQ((*dns)[0].dns_host, "bertology");
+  EXPECT_EQ((*dns)[0].dns_port, "50051");
+  auto v6 = ParseTargets("dns:///[::1]:7");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ((*v6)[0].dns_host, "::1");
+  auto rr = ParseTargets("dns:///bertology:50051", {/*round_robin_list=*/true});
+  ASSERT_TRUE(rr.ok());
+  EXPECT_EQ((*rr)[0].lb_policy, "round_robin");
+  EXPECT_EQ((*rr)[0].dns_host, "");
+  EXPECT_FALSE(ParseTargets("dns://8.8.8.8/bertology:50051").ok());
+  EXPECT_FALSE(ParseTargets("dns:///bertology").ok());
   auto one = ParseTargets("lb.example:443");
   ASSERT_TRUE(one.ok());
   EXPECT_EQ((*one)[0].uri, "lb.example:443");

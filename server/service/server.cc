@@ -91,6 +91,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     return absl::InvalidArgumentError(
         "no model to serve: give --model=NAME=DIR at least once");
   }
+  if (options.max_connection_age < absl::ZeroDuration() ||
+      options.max_connection_age_grace < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--max_connection_age_s and --max_connection_age_grace_s must be >= "
+        "0 (0: no limit)");
+  }
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   const ServerOptions& o = impl->options;
@@ -115,8 +121,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     builder.AddChannelArgument(
         GRPC_ARG_MAX_CONNECTION_AGE_MS,
         static_cast<int>(absl::ToInt64Milliseconds(o.max_connection_age)));
-    // Calls on an aged connection get this long to finish.
-    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 30000);
+    // Left unset, gRPC lets calls on an aged connection run to their own
+    // deadlines (the grace is infinite); only new calls move to a new
+    // connection, which is what makes clients re-resolve DNS.
+    if (o.max_connection_age_grace > absl::ZeroDuration()) {
+      builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                                 static_cast<int>(absl::ToInt64Milliseconds(
+                                     o.max_connection_age_grace)));
+    }
   }
   impl->server = builder.BuildAndStart();
   if (impl->server == nullptr || impl->port == 0) {

@@ -41,6 +41,11 @@ struct ServerOptions {
   int batch_workers = 1;
   int warmup_passes = 3;
   absl::Duration max_connection_age = absl::ZeroDuration();  // 0: unlimited
+  // How long calls on an aged connection may still run before it is closed
+  // under them. 0: unlimited (gRPC's default): the connection closes when its
+  // last call ends, so a long sweep stream is never cut; clients' deadlines
+  // bound it.
+  absl::Duration max_connection_age_grace = absl::ZeroDuration();
   std::string tls_cert_file;  // both or neither; PEM
   std::string tls_key_file;
   ServiceLimits limits;
