@@ -1,6 +1,7 @@
 // Classify: every input scored under the request's one head mask, through
 // the model's dynamic batcher (rows of concurrent calls share forward
 // passes even when their masks differ).
+#include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -64,9 +65,14 @@ absl::Status HandleClassify(const HandlerContext& ctx,
 
   absl::Notification done;
   absl::StatusOr<std::vector<std::vector<float>>> result;
+  // bertology_inflight_rows: these rows are queued or running from here
+  // until the batcher answers (inline when it rejects them).
+  const int64_t inflight_rows = static_cast<int64_t>(rows.size());
+  ctx.metrics->AddInflightRows(inflight_rows);
   served->batcher->Enqueue(
       std::move(rows),
       [&](absl::StatusOr<std::vector<std::vector<float>>> logits) {
+        ctx.metrics->AddInflightRows(-inflight_rows);
         result = std::move(logits);
         done.Notify();
       });

@@ -3,6 +3,7 @@
 // unmasked prefix); this handler validates, plans, and turns its callbacks
 // into stream events with deltas against the baseline.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -135,8 +136,10 @@ absl::Status HandleSweepAblation(const HandlerContext& ctx,
     plan->set_truncated_examples(truncated);
     writer.Write(event);
   }
-  ctx.metrics->AddSweepPairsPlanned(total_pairs);
-  ctx.metrics->AddActiveSweeps(1);
+  // This call's share of the gauges of running sweeps; taken back when it
+  // goes out of scope, however the handler ends.
+  std::unique_ptr<ServiceMetrics::SweepRecorder> sweep_metrics =
+      ctx.metrics->StartSweep(served->name, total_pairs);
 
   MaskResult baseline;
   int64_t reported_done = 0;
@@ -165,7 +168,7 @@ absl::Status HandleSweepAblation(const HandlerContext& ctx,
     ctx.metrics->AddMasks(served->name, 1);
   };
   callbacks.on_progress = [&](int64_t done, int64_t total) {
-    ctx.metrics->AddSweepPairsDone(done - reported_done);
+    sweep_metrics->AddScored(done - reported_done);
     reported_done = done;
     const absl::Time now = absl::Now();
     if (done < total && now - last_progress < kProgressInterval) return;
@@ -184,17 +187,15 @@ absl::Status HandleSweepAblation(const HandlerContext& ctx,
   sweep_options.cache_budget_bytes = limits.sweep_cache_bytes;
   SweepExecutor executor(&model, sweep_options);
   absl::Status status = executor.Run(examples, masks, callbacks);
-  ctx.metrics->AddActiveSweeps(-1);
-  // Pairs never scored (cancelled, failed) still leave the ratio at 1.
-  ctx.metrics->AddSweepPairsDone(total_pairs - reported_done);
   if (status.ok() && writer.failed()) {
-    return absl::CancelledError("the client went away");
+    status = absl::CancelledError("the client went away");
+  } else if (absl::IsCancelled(status)) {
+    status = absl::CancelledError(absl::StrCat("sweep cancelled after ",
+                                               reported_done, " of ",
+                                               total_pairs, " pairs"));
   }
-  if (absl::IsCancelled(status)) {
-    return absl::CancelledError(absl::StrCat("sweep cancelled after ",
-                                             reported_done, " of ", total_pairs,
-                                             " pairs"));
-  }
+  // Pairs never scored are abandoned (cancelled or failed), not done.
+  sweep_metrics->Finish(status);
   return status;
 }
 
