@@ -1,33 +1,52 @@
 #!/usr/bin/env bash
-# Offline validation of deploy/: needs no cluster and no network.
-#   1. kubectl kustomize renders deploy/k8s (YAML and kustomization valid);
-#   2. validate.py checks the rendered objects against the server's flags,
-#      the Prometheus config and docker/Dockerfile, and its self-test shows
-#      those checks catch broken manifests;
-#   3. promtool checks the scrape config, the rules and the rule unit tests.
-# (kubectl --dry-run=client still asks a server for the REST mapping, so it
-# cannot be used offline.) Exit 77 (skipped) when kubectl or python3-yaml
-# is missing.
+# Offline validation of deploy/ (no cluster, no Docker engine), run by CTest
+# as deploy_validate:
+#   1. installs what it needs: kubectl (Debian's kubernetes-client when none
+#      is on PATH) and python3-yaml through scripts/install-deps.sh, and the
+#      pinned npm packages of deploy/schema/package-lock.json (npm ci into
+#      $BERTOLOGY_BUILD_DIR/deploy-npm, again only when the lock changes);
+#   2. validate.py renders every kustomization (the cpu and gpu overlays,
+#      alone and with the sweep Job and its merge step, and the examples),
+#      checks every object against the Kubernetes schemas
+#      (kubernetes-models, plus unknown fields), the flags against
+#      `bertology-server --helpfull` and `bertology sweep --help`
+#      ($BERTOLOGY_BIN_DIR), ports, probes, metric names, requests vs
+#      limits, the Dockerfiles; its self-test breaks copies on purpose and
+#      expects each break to be reported with the object and field;
+#   3. promtool checks the Prometheus config, rules and rule tests.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+src="$(dirname "$here")"
 py=/usr/bin/python3
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+bin_dir="${BERTOLOGY_BIN_DIR:-$src/build/bin}"
+npm_dir="${BERTOLOGY_BUILD_DIR:-$src/build}/deploy-npm"
 
-if ! command -v kubectl >/dev/null; then
-  echo "SKIP: kubectl not installed"; exit 77
+if ! command -v kubectl >/dev/null || ! "$py" -c 'import yaml' 2>/dev/null ||
+   ! command -v npm >/dev/null; then
+  echo "== installing kubectl / python3-yaml / npm (scripts/install-deps.sh)"
+  "$src/scripts/install-deps.sh"
 fi
-if ! "$py" -c 'import yaml' 2>/dev/null; then
-  echo "SKIP: python3-yaml not installed"; exit 77
+for tool in kubectl node npm; do
+  command -v "$tool" >/dev/null || { echo "FAIL: $tool is missing"; exit 1; }
+done
+
+lock="$here/schema/package-lock.json"
+stamp="$npm_dir/.lock.sha256"
+want="$(sha256sum "$lock" | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] ||
+   [ ! -d "$npm_dir/node_modules/kubernetes-models" ]; then
+  echo "== npm ci (deploy/schema/package-lock.json) into $npm_dir"
+  mkdir -p "$npm_dir"
+  cp "$here/schema/package.json" "$lock" "$npm_dir/"
+  (cd "$npm_dir" && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$want" > "$stamp"
 fi
 
-echo "== kubectl kustomize deploy/k8s"
-kubectl kustomize "$here/k8s" > "$tmp/rendered.yaml"
-grep -c '^kind:' "$tmp/rendered.yaml" | sed 's/^/objects: /'
-
-echo "== structure"
-"$py" "$here/validate.py" "$tmp/rendered.yaml"
-"$py" "$here/validate.py" --self-test "$tmp/rendered.yaml"
+echo "== manifests ($(kubectl version --client 2>/dev/null | head -1))"
+"$py" "$here/validate.py" --bin-dir "$bin_dir" --npm-dir "$npm_dir"
+echo "== self-test"
+"$py" "$here/validate.py" --bin-dir "$bin_dir" --npm-dir "$npm_dir" \
+  --self-test
 
 echo "== grafana dashboard"
 "$py" - "$here/grafana/bertology-dashboard.json" <<'PY'
@@ -40,23 +59,20 @@ for p in d["panels"]:
 print("OK: %d panels" % len(d["panels"]))
 PY
 
-if command -v promtool >/dev/null; then
-  echo "== promtool"
-  cd "$here/prometheus"
-  promtool check config prometheus.yml
-  promtool check rules bertology-rules.yml
-  promtool test rules bertology-rules_test.yml
-  # Debian's promtool is built without Kubernetes discovery.
-  if out=$(promtool check config prometheus-kubernetes-sd.yml 2>&1); then
-    echo "$out"
-  elif grep -q "field kubernetes_sd_configs not found" <<<"$out"; then
-    echo "note: this promtool lacks kubernetes_sd; checked as YAML only"
-    "$py" -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))' \
-      prometheus-kubernetes-sd.yml
-  else
-    echo "$out"; exit 1
-  fi
+echo "== promtool"
+command -v promtool >/dev/null || "$src/scripts/install-deps.sh"
+cd "$here/prometheus"
+promtool check config prometheus.yml
+promtool check rules bertology-rules.yml
+promtool test rules bertology-rules_test.yml
+# Debian's promtool is built without Kubernetes discovery.
+if out=$(promtool check config prometheus-kubernetes-sd.yml 2>&1); then
+  echo "$out"
+elif grep -q "field kubernetes_sd_configs not found" <<<"$out"; then
+  echo "note: this promtool lacks kubernetes_sd; checked as YAML only"
+  "$py" -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))' \
+    prometheus-kubernetes-sd.yml
 else
-  echo "note: promtool not installed; Prometheus files not checked"
+  echo "$out"; exit 1
 fi
 echo "deploy: all checks passed"

@@ -2,8 +2,27 @@
 # Installs every Debian package the project needs to build, test and demo.
 # Idempotent: packages already present are skipped, and apt-get update runs
 # at most once, only when something is missing. Used by the Makefile, CI and
-# the Dockerfile, so the list lives here and nowhere else.
+# the Dockerfiles, so the list lives here and nowhere else.
+#
+#   install-deps.sh               build, test and demo packages (make, CI)
+#   install-deps.sh --build-only  only the build packages, without
+#                                 recommends (the Docker build stages)
+#   install-deps.sh --no-torch    ...without Debian's libtorch-dev, for a
+#                                 libtorch given by -DCMAKE_PREFIX_PATH
+#                                 (docker/Dockerfile.cuda)
+#   install-deps.sh --list [...]  print the packages the options select
+#                                 and exit (deploy/validate.py checks them)
 set -euo pipefail
+
+BUILD_ONLY=0 NO_TORCH=0 LIST=0
+for arg in "$@"; do
+  case "$arg" in
+    --build-only) BUILD_ONLY=1 ;;
+    --no-torch) NO_TORCH=1 ;;
+    --list) LIST=1 ;;
+    *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 
 # Build and runtime libraries.
 BUILD_PKGS=(
@@ -29,9 +48,35 @@ BUILD_PKGS=(
 TEST_PKGS=(
   python3 python3-torch python3-numpy python3-grpcio python3-protobuf
   nginx
+  # deploy/validate.py reads the rendered manifests.
+  python3-yaml
 )
 # Installed without recommends: their recommends pull in hundreds of MB.
 NORECOMMENDS_PKGS=(prometheus chromium)
+
+if [ "$NO_TORCH" = 1 ]; then
+  kept=()
+  for p in "${BUILD_PKGS[@]}"; do [ "$p" = libtorch-dev ] || kept+=("$p"); done
+  BUILD_PKGS=("${kept[@]}")
+fi
+if [ "$BUILD_ONLY" = 1 ]; then
+  TEST_PKGS=()
+  # Build packages without their recommends (a leaner image stage).
+  NORECOMMENDS_PKGS=("${BUILD_PKGS[@]}")
+  BUILD_PKGS=()
+else
+  # The deploy test (deploy/validate.sh) renders the manifests with kubectl
+  # and checks them with npm packages. Debian's kubernetes-client and npm
+  # only where no kubectl / npm is on PATH: they conflict with other
+  # installs of the same tools (e.g. kubectl 1.32, nodesource's nodejs).
+  command -v kubectl >/dev/null || TEST_PKGS+=(kubernetes-client)
+  command -v npm >/dev/null || TEST_PKGS+=(nodejs npm)
+fi
+if [ "$LIST" = 1 ]; then
+  printf '%s\n' "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" \
+    "${NORECOMMENDS_PKGS[@]}" | grep -v '^$' || true
+  exit 0
+fi
 
 missing() {
   local out=()
