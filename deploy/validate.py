@@ -5,7 +5,8 @@ each other, and the Dockerfiles.
 
   validate.py [--bin-dir DIR] [--npm-dir DIR] [--self-test]
 
-Renders every kustomization (kubectl kustomize): the server overlays, alone
+Renders every kustomization ($BERTOLOGY_KUSTOMIZE, default `kubectl
+kustomize`): the server overlays, alone
 and together with the sweep Job and its merge step, and the examples.
 --npm-dir holds node_modules from deploy/schema/package-lock.json (validate.sh
 installs it); the schema check runs deploy/schema/validate-schema.js there.
@@ -911,7 +912,8 @@ def install_lists():
 
 # ------------------------------------------------------------- rendering
 def render(kdir):
-    r = subprocess.run(["kubectl", "kustomize", os.path.join(K8S, kdir)],
+    cmd = os.environ.get("BERTOLOGY_KUSTOMIZE", "kubectl kustomize").split()
+    r = subprocess.run(cmd + [os.path.join(K8S, kdir)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError("kubectl kustomize %s: %s" % (kdir, r.stderr))

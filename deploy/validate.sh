@@ -29,6 +29,24 @@ fi
 for tool in kubectl node npm; do
   command -v "$tool" >/dev/null || { echo "FAIL: $tool is missing"; exit 1; }
 done
+# The manifests use kustomize v4+ (components, labels, directory
+# resources): kubectl >= 1.24 embeds it. Debian 12's kubernetes-client is
+# kubectl 1.20 (kustomize v2.0.3), which cannot render them; a standalone
+# `kustomize` (v4+) on PATH is used then. Otherwise this fails: no skip.
+minor="$(kubectl version --client -o json 2>/dev/null |
+  "$py" -c 'import json,sys; print(int(json.load(sys.stdin)["clientVersion"]["minor"].rstrip("+")))' \
+  2>/dev/null || echo 0)"
+if [ "$minor" -ge 24 ]; then
+  export BERTOLOGY_KUSTOMIZE="kubectl kustomize"
+elif command -v kustomize >/dev/null &&
+     [[ "$(kustomize version 2>&1)" =~ v([4-9]|[1-9][0-9])\. ]]; then
+  export BERTOLOGY_KUSTOMIZE="kustomize build"
+else
+  echo "FAIL: kubectl 1.$minor's kustomize cannot render deploy/k8s" \
+    "(components, labels): install kubectl >= 1.24 or kustomize >= v4" \
+    "(Debian 12's kubernetes-client is kubectl 1.20)"
+  exit 1
+fi
 
 lock="$here/schema/package-lock.json"
 stamp="$npm_dir/.lock.sha256"
@@ -42,7 +60,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] ||
   echo "$want" > "$stamp"
 fi
 
-echo "== manifests ($(kubectl version --client 2>/dev/null | head -1))"
+echo "== manifests (rendered with: $BERTOLOGY_KUSTOMIZE)"
 "$py" "$here/validate.py" --bin-dir "$bin_dir" --npm-dir "$npm_dir"
 echo "== self-test"
 "$py" "$here/validate.py" --bin-dir "$bin_dir" --npm-dir "$npm_dir" \
