@@ -4,7 +4,8 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench model format clean
+.PHONY: all deps configure build test demo bench model format clean \
+	check-libtorch-prefix
 
 all: build
 
@@ -31,6 +32,12 @@ bench: build
 # Re-creates the default model into out/querytitle-zh-tiny (~30 min).
 model: build
 	scripts/train_default_model.sh $(BUILD_DIR)
+
+# Builds server and CLI in a scratch folder against libtorch presented at a
+# prefix of its own via CMAKE_PREFIX_PATH, as docker/Dockerfile.cuda does
+# with the official CUDA libtorch (make test only configures it).
+check-libtorch-prefix: deps
+	tests/cmake/libtorch_prefix_test.sh --build
 
 format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i

@@ -2,8 +2,6 @@
 // the real bertology-server on a free port with the golden tiny checkpoint
 // (3 layers x 4 heads, labels negative/neutral/positive). Checks what shell
 // scripts rely on: exit codes, messages, and the files --out-dir writes.
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/integration/cli_process.h"
 #include "tests/integration/server_process.h"
 
 namespace bertology {
@@ -25,14 +24,11 @@ namespace client {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::CliResult;
+using testing::Describe;
 using testing::GoldenModelDir;
+using testing::RunCli;
 using testing::ServerProcess;
-
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
 
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path);
@@ -54,57 +50,6 @@ fs::path TestDir() {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-// Runs `bertology args...` with stdout and stderr captured through files
-// (no pipe to fill up), killing it after `timeout`.
-CliResult RunCli(const std::vector<std::string>& args,
-                 absl::Duration timeout = absl::Seconds(120)) {
-  const char* bin_dir = std::getenv("BERTOLOGY_BIN_DIR");
-  std::vector<std::string> argv = {
-      absl::StrCat(bin_dir != nullptr ? bin_dir : "build/bin", "/bertology")};
-  argv.insert(argv.end(), args.begin(), args.end());
-  static int counter = 0;
-  const fs::path base =
-      fs::path(::testing::TempDir()) /
-      absl::StrCat("bertology_cli_", getpid(), "_", counter++);
-  const std::string out_path = base.string() + ".out";
-  const std::string err_path = base.string() + ".err";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(out_path.c_str(), "w", stdout) ||
-        !freopen(err_path.c_str(), "w", stderr)) {
-      _exit(126);
-    }
-    std::vector<char*> cargv;
-    for (std::string& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    execv(cargv[0], cargv.data());
-    _exit(127);
-  }
-  CliResult r;
-  const absl::Time deadline = absl::Now() + timeout;
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (absl::Now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      r.err = "timed out; ";
-      break;
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadFile(out_path);
-  r.err += ReadFile(err_path);
-  fs::remove(out_path);
-  fs::remove(err_path);
-  return r;
-}
-
-std::string Describe(const CliResult& r) {
-  return absl::StrCat("exit ", r.exit_code, "\n--- stdout\n", r.out,
-                      "\n--- stderr\n", r.err);
 }
 
 class CliE2eTest : public ::testing::Test {

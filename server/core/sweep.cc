@@ -18,6 +18,9 @@
 namespace bertology {
 namespace {
 
+// Full batches per group of masks run together (see RunChunk).
+constexpr int kBatchesPerMaskGroup = 16;
+
 struct Tally {
   int examples = 0;
   int correct = 0;
@@ -184,38 +187,62 @@ class SweepRun {
       Progress(static_cast<int64_t>(rows.size()) *
                (1 + static_cast<int64_t>(identity_masks_.size())));
     }
+    std::vector<int> cache_index(examples_.size(), -1);
+    for (int i = begin; i < end; ++i) cache_index[order_[i]] = i - begin;
+    // Masks of a start layer run a few at a time, so that results stream
+    // out steadily instead of all at the end of the chunk: a caller whose
+    // call is cut part-way keeps them and resends only the rest. About
+    // kBatchesPerMaskGroup full batches per group keeps the one partial
+    // batch at a group's end a small cost.
+    const int per_group =
+        std::max(1, kBatchesPerMaskGroup * max_rows / std::max(1, end - begin));
     for (const auto& [start, group] : groups_) {
-      // Rows ordered by (example length, example, mask): consecutive rows
-      // share a length, and usually an example.
-      std::vector<Row> pending;
-      pending.reserve(static_cast<size_t>(end - begin) * group.size());
-      for (int i = begin; i < end; ++i) {
-        for (int m : group) pending.push_back({m, order_[i]});
+      for (size_t g = 0; g < group.size(); g += per_group) {
+        const std::vector<int> masks(
+            group.begin() + g,
+            group.begin() + std::min(group.size(), g + per_group));
+        RETURN_IF_ERROR(
+            RunMaskGroup(start, masks, begin, end, cache_index, cache));
       }
-      std::vector<int> cache_index(examples_.size(), -1);
-      for (int i = begin; i < end; ++i) cache_index[order_[i]] = i - begin;
-      for (size_t b = 0; b < pending.size(); b += max_rows) {
-        std::vector<Row> rows(
-            pending.begin() + b,
-            pending.begin() + std::min(pending.size(), b + max_rows));
-        ForwardOptions fo;
-        std::vector<const HeadMask*> row_masks;
-        row_masks.reserve(rows.size());
-        for (const Row& row : rows) row_masks.push_back(&masks_[row.mask].mask);
-        Model::FillMaskTensors(row_masks, &fo);
-        if (start > 0) {
-          const int slot = cache_slot_.at(start);
-          std::vector<const torch::Tensor*> parts;
-          for (const Row& row : rows) {
-            parts.push_back(&cache[cache_index[row.example]][slot]);
-          }
-          fo.start_layer = start;
-          fo.start_hidden = PadStack(parts);
+    }
+    return absl::OkStatus();
+  }
+
+  // Scores `masks` (all starting at layer `start`) on examples
+  // order_[begin, end), from the chunk's cached hidden states.
+  absl::Status RunMaskGroup(
+      int start, const std::vector<int>& masks, int begin, int end,
+      const std::vector<int>& cache_index,
+      const std::vector<std::vector<torch::Tensor>>& cache) {
+    const int max_rows = options_.max_batch_rows;
+    // Rows ordered by (example length, example, mask): consecutive rows
+    // share a length, and usually an example.
+    std::vector<Row> pending;
+    pending.reserve(static_cast<size_t>(end - begin) * masks.size());
+    for (int i = begin; i < end; ++i) {
+      for (int m : masks) pending.push_back({m, order_[i]});
+    }
+    for (size_t b = 0; b < pending.size(); b += max_rows) {
+      std::vector<Row> rows(
+          pending.begin() + b,
+          pending.begin() + std::min(pending.size(), b + max_rows));
+      ForwardOptions fo;
+      std::vector<const HeadMask*> row_masks;
+      row_masks.reserve(rows.size());
+      for (const Row& row : rows) row_masks.push_back(&masks_[row.mask].mask);
+      Model::FillMaskTensors(row_masks, &fo);
+      if (start > 0) {
+        const int slot = cache_slot_.at(start);
+        std::vector<const torch::Tensor*> parts;
+        for (const Row& row : rows) {
+          parts.push_back(&cache[cache_index[row.example]][slot]);
         }
-        ASSIGN_OR_RETURN(ForwardOutput out, Forward(rows, &fo));
-        RETURN_IF_ERROR(Score(out.logits, rows));
-        Progress(static_cast<int64_t>(rows.size()));
+        fo.start_layer = start;
+        fo.start_hidden = PadStack(parts);
       }
+      ASSIGN_OR_RETURN(ForwardOutput out, Forward(rows, &fo));
+      RETURN_IF_ERROR(Score(out.logits, rows));
+      Progress(static_cast<int64_t>(rows.size()));
     }
     return absl::OkStatus();
   }

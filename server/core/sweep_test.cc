@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -235,6 +236,33 @@ TEST_F(SweepTest, ReportsBaselineFirstAndProgressToTotal) {
     last = done;
   }
   EXPECT_EQ(last, total);
+}
+
+// Results stream out a few masks at a time, not one burst per start layer
+// at the end of a chunk: a caller whose call is cut keeps more of them.
+TEST_F(SweepTest, ResultsStreamOutDuringAChunk) {
+  const std::vector<SweepExample> examples = Examples(40, 6);
+  const std::vector<SweepMask> masks = Masks();
+  std::set<int> start_layers;
+  for (const SweepMask& m : masks) {
+    start_layers.insert(m.mask.FirstAffectedLayer());
+  }
+  SweepOptions options;
+  options.max_batch_rows = 2;  // 16 batches of 2 rows < 40 examples: 1 mask
+  options.cache_budget_bytes = int64_t{1} << 30;  // one chunk
+  Recorded rec = RunSweep(options, examples, masks);
+  ASSERT_TRUE(rec.status.ok()) << rec.status;
+  // The pairs done when each result arrived: one value per delivery point.
+  std::set<int64_t> delivered_at;
+  int64_t done = 0;
+  size_t p = 0;
+  for (const std::string& e : rec.events) {
+    if (e == "progress") done = rec.progress[p++].first;
+    if (e == "result") delivered_at.insert(done);
+  }
+  EXPECT_GE(delivered_at.size(), masks.size() - 1)
+      << "results came in " << delivered_at.size() << " bursts for "
+      << start_layers.size() << " start layers";
 }
 
 TEST_F(SweepTest, CancelledBetweenPasses) {

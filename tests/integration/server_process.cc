@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
@@ -80,6 +81,14 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   std::vector<std::string> argv = {ServerBinary(), "--listen=127.0.0.1:0",
                                    "--metrics_listen=127.0.0.1:0"};
   argv.insert(argv.end(), args.begin(), args.end());
+  // A --listen in `args` (the last one wins, as in absl) sets the host the
+  // test connects to, e.g. 127.0.0.2 for replicas behind one DNS name.
+  for (const std::string& a : args) {
+    if (absl::StartsWith(a, "--listen=")) {
+      const std::string hostport = a.substr(9);
+      p->host_ = hostport.substr(0, hostport.rfind(':'));
+    }
+  }
   p->pid_ = Spawn(argv, p->log_path_);
   const std::regex ports(R"(listening on port (\d+), metrics on port (\d+))");
   const absl::Time deadline = absl::Now() + timeout;
@@ -113,7 +122,7 @@ ServerProcess::~ServerProcess() {
 }
 
 std::string ServerProcess::address() const {
-  return absl::StrCat("127.0.0.1:", port_);
+  return absl::StrCat(host_, ":", port_);
 }
 
 std::unique_ptr<v1::Bertology::Stub> ServerProcess::NewStub() const {

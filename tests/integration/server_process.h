@@ -25,8 +25,9 @@ std::string ServerBinary();  // $BERTOLOGY_BIN_DIR/bertology-server
 class ServerProcess {
  public:
   // Spawns the server with `args` plus --listen/--metrics_listen on
-  // 127.0.0.1:0, and waits (up to `timeout`) until it has printed its ports.
-  // Fails if it exits first (with its log in the message).
+  // 127.0.0.1:0 (a --listen in `args` overrides it), and waits (up to
+  // `timeout`) until it has printed its ports. Fails if it exits first (with
+  // its log in the message).
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
       const std::vector<std::string>& args,
       absl::Duration timeout = absl::Seconds(60));
@@ -57,6 +58,7 @@ class ServerProcess {
   pid_t pid_ = -1;
   int exit_code_ = -1;
   std::string log_path_;
+  std::string host_ = "127.0.0.1";
   int port_ = 0;
   int metrics_port_ = 0;
   std::shared_ptr<grpc::Channel> channel_;

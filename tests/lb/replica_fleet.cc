@@ -116,7 +116,10 @@ absl::StatusOr<std::map<std::string, Reference>> SingleCallSweep(
     out[r->mask_id()] = ref;
   }
   grpc::Status s = reader->Finish();
-  if (!s.ok()) return absl::InternalError(s.error_message());
+  if (!s.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                        s.error_message());
+  }
   return out;
 }
 

@@ -1,0 +1,73 @@
+// A sweep stream that outlives the server's --max_connection_age_s: with the
+// default grace (no limit) the single call completes; with a short grace the
+// server cuts it, and the scheduler resumes the shard's remaining masks on a
+// new connection. Both must give the single call's results.
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/lb/replica_fleet.h"
+
+namespace bertology {
+namespace testing {
+namespace {
+
+// Long enough on the golden model to outlast several connection ages here
+// (about 5 s on the 2-core CI machine; the test checks it did).
+constexpr int kExamples = 1500;
+constexpr absl::Duration kAge = absl::Seconds(1);
+
+absl::StatusOr<std::unique_ptr<ServerProcess>> StartAged(
+    const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"--model=tiny=" + GoldenModelDir(),
+                                   "--threads=1", "--max_connection_age_s=1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto server = ServerProcess::Start(args);
+  if (!server.ok()) return server.status();
+  absl::Status serving = (*server)->WaitServing();
+  if (!serving.ok()) return serving;
+  return server;
+}
+
+TEST(ConnectionAgeTest, SweepStreamsOutliveTheConnectionAge) {
+  const auto examples = Examples(kExamples);
+
+  // Default grace: the stream runs to its end on the aged connection.
+  auto aged = StartAged({});
+  ASSERT_TRUE(aged.ok()) << aged.status();
+  const absl::Time start = absl::Now();
+  auto reference = SingleCallSweep(**aged, examples);
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(reference.ok()) << reference.status() << "\n" << (*aged)->Log();
+  // Otherwise this test shows nothing: make kExamples larger.
+  ASSERT_GT(took, 3 * kAge) << "the sweep was too short to outlive the age";
+
+  // A 1 s grace: the server cuts the same single stream...
+  auto cut = StartAged({"--max_connection_age_grace_s=1"});
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  auto cut_call = SingleCallSweep(**cut, examples);
+  ASSERT_FALSE(cut_call.ok())
+      << "a 1 s grace did not cut a " << took << " stream";
+  EXPECT_EQ(cut_call.status().code(), absl::StatusCode::kUnavailable)
+      << cut_call.status();
+
+  // ...and the scheduler, sending the whole sweep as one shard, keeps what
+  // each cut call delivered and sends the remaining masks again.
+  auto targets = client::ParseTargets((*cut)->address());
+  ASSERT_TRUE(targets.ok());
+  auto executor = client::NewGrpcShardExecutor(*targets);
+  client::SweepJob job = Job(examples);
+  client::SchedulerOptions options;
+  options.sharding = {static_cast<int>(job.masks.size()), kExamples};
+  options.max_inflight = 1;
+  options.max_attempts = 2;  // cut calls that made progress do not count
+  options.initial_backoff = absl::Milliseconds(50);
+  auto run = client::RunSweep(job, executor.get(), options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(CompareWithSingleCall(run->summary, *reference), "");
+  EXPECT_EQ(run->shards_total, 1);
+  EXPECT_GT(run->masks_resumed, 0) << "no call was cut and resumed";
+  EXPECT_GT(run->retries, 0);
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace bertology
