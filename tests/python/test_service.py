@@ -192,6 +192,92 @@ class ServiceTest(unittest.TestCase):
         self.assertEqual(len(responses), 1)
         self.assertIn(b"bertology.v1.Bertology", responses[0])
 
+    def test_metrics_cancelled_sweep_is_abandoned_and_process_metrics(self):
+        """A server of its own with a metrics port: while a sweep runs its
+        pairs are in the per-call gauges and bertology_inflight_rows; once
+        cancelled, its unscored pairs are counted as abandoned, never as
+        done, and the gauges go back to 0. The scrape has the process_*
+        metrics."""
+        import re
+        import urllib.request
+        server = LiveServer(BIN_DIR, ["--model=tiny=" + MODEL_DIR, "--threads=1",
+                                      "--warmup_passes=0",
+                                      "--metrics_listen=127.0.0.1:0"])
+        channel = grpc.insecure_channel("127.0.0.1:%d" % server.port)
+        try:
+            m = re.search(r"metrics on port (\d+)", server.output())
+            self.assertIsNotNone(m, server.output())
+            url = "http://127.0.0.1:%s/metrics" % m.group(1)
+
+            def scrape():
+                text = urllib.request.urlopen(url, timeout=10).read().decode()
+                samples = {}
+                for line in text.splitlines():
+                    if line and not line.startswith("#"):
+                        name, value = line.rsplit(" ", 1)
+                        samples[name] = float(value)
+                return samples
+
+            stub = pb_grpc.BertologyStub(channel)
+            grpc.channel_ready_future(channel).result(timeout=60)
+            request = pb.SweepAblationRequest(
+                model="tiny",
+                examples=[pb.LabeledExample(
+                    input=pb.TextInput(text_a="%s %d" % (TEXTS[i % 3][0], i)),
+                    label=i % 3) for i in range(200)])
+            random = request.masks.add().random
+            random.fraction, random.repeats = 0.3, 250
+            request.options.max_batch_rows = 4
+            events = stub.SweepAblation(request, timeout=120)
+            total = None
+            for event in events:
+                if event.WhichOneof("event") == "plan":
+                    total = event.plan.total_pairs
+                if event.WhichOneof("event") == "progress" and event.progress.done > 0:
+                    break
+            self.assertEqual(total, 251 * 200)
+            running = scrape()
+            planned = running['bertology_sweep_pairs_planned{model="tiny"}']
+            scored = running['bertology_sweep_pairs_scored{model="tiny"}']
+            self.assertEqual(planned, total)
+            self.assertGreater(scored, 0)
+            self.assertLess(scored, total)
+            self.assertEqual(running["bertology_sweeps_active"], 1)
+            self.assertGreater(running["bertology_inflight_rows"], 0)
+            self.assertLessEqual(running["bertology_inflight_rows"], total)
+            events.cancel()
+
+            deadline = time.time() + 10
+            after = scrape()
+            while after["bertology_sweeps_active"] != 0 and time.time() < deadline:
+                time.sleep(0.05)
+                after = scrape()
+            self.assertEqual(after["bertology_sweeps_active"], 0)
+            self.assertEqual(after['bertology_sweep_pairs_planned{model="tiny"}'], 0)
+            self.assertEqual(after['bertology_sweep_pairs_scored{model="tiny"}'], 0)
+            self.assertEqual(after["bertology_inflight_rows"], 0)
+            done = after["bertology_sweep_pairs_done_total"]
+            abandoned = after['bertology_sweep_pairs_abandoned_total{reason="cancelled"}']
+            self.assertEqual(after["bertology_sweep_pairs_total"], total)
+            self.assertLess(done, total)
+            self.assertGreater(abandoned, 0)
+            self.assertEqual(done + abandoned, total)
+            self.assertEqual(
+                after['bertology_sweep_pairs_abandoned_total{reason="failed"}'], 0)
+
+            # Process metrics of this very server process.
+            self.assertGreater(after["process_resident_memory_bytes"], 1 << 20)
+            self.assertGreaterEqual(after["process_virtual_memory_bytes"],
+                                    after["process_resident_memory_bytes"])
+            self.assertGreaterEqual(after["process_open_fds"], 3)
+            self.assertGreaterEqual(after["process_max_fds"], after["process_open_fds"])
+            self.assertGreater(after["process_cpu_seconds_total"], 0)
+            self.assertLessEqual(abs(after["process_start_time_seconds"] - time.time()),
+                                 600)
+        finally:
+            channel.close()
+            server.stop()
+
 
 if __name__ == "__main__":
     unittest.main()
