@@ -77,6 +77,9 @@ for p in d["panels"]:
 print("OK: %d panels" % len(d["panels"]))
 PY
 
+echo "== metric names in rules and dashboard"
+"$py" "$here/prometheus/check_metric_names.py" "$src"
+
 echo "== promtool"
 command -v promtool >/dev/null || "$src/scripts/install-deps.sh"
 cd "$here/prometheus"

@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -186,6 +188,92 @@ TEST_F(CliE2eTest, SweepOutDirWritesReportsFiguresAndSummary) {
         "Random masks", "all layers", "heads_heatmap.svg"}) {
     EXPECT_TRUE(Contains(r.out, part)) << part << "\n" << Describe(r);
   }
+}
+
+// The Indexed Job path as deploy/k8s/sweep runs it: each part with
+// --part=I/N into its own progress file, serving its progress on
+// --metrics-listen; then the merge with --merge-from over a glob of the
+// parts. The merged CSV must be the plain run's, byte for byte.
+TEST_F(CliE2eTest, IndexedJobPartsMergeToThePlainRun) {
+  const fs::path data = WriteDataset(dir_);
+  const std::vector<std::string> sweep = {"--data",
+                                          data.string(),
+                                          "--text-a=sentence1",
+                                          "--text-b=sentence2",
+                                          "--label=label",
+                                          "--heads",
+                                          "--layers",
+                                          "--masks-per-shard=2",
+                                          "--examples-per-shard=3",
+                                          "--quiet"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = sweep;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  CliResult plain =
+      Run("sweep", with({"--out-csv", (dir_ / "plain.csv").string()}));
+  ASSERT_EQ(plain.exit_code, 0) << Describe(plain);
+
+  // Part 1 of 3, watched through its metrics while it lingers.
+  const int port = testing::FreePort();
+  CliResult part1;
+  std::thread lingering([&] {
+    part1 = Run("sweep",
+                with({"--part=1/3",
+                      "--progress-file=" + (dir_ / "part-1.jsonl").string(),
+                      absl::StrCat("--metrics-listen=127.0.0.1:", port),
+                      "--metrics-linger=3"}));
+  });
+  std::string metrics;
+  for (int i = 0; i < 200; ++i) {
+    auto m = testing::FetchMetricsAt(port);
+    if (m.ok() && Contains(*m, "bertology_sweep_job_shards_done") &&
+        Contains(*m, "bertology_sweep_job_pairs_done{part=\"1/3\"")) {
+      metrics = *m;
+      // Done when the gauges agree; the part lingers 3 s after that.
+      const std::regex done(R"(shards_done\{[^}]*\} (\d+))");
+      const std::regex total(R"(shards_total\{[^}]*\} (\d+))");
+      std::smatch a, b;
+      if (std::regex_search(metrics, a, done) &&
+          std::regex_search(metrics, b, total) && a[1] == b[1] && a[1] != "0") {
+        break;
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  lingering.join();
+  ASSERT_EQ(part1.exit_code, 0) << Describe(part1);
+  EXPECT_TRUE(
+      Contains(metrics, "bertology_sweep_job_shards_total{part=\"1/3\""))
+      << metrics;
+  // 15 masks in 8 shards of 2 over 2 example chunks: 16 shards, part 1 has
+  // indices 1, 4, 7, 10, 13.
+  EXPECT_TRUE(std::regex_search(
+      metrics, std::regex(R"(shards_total\{[^}]*part="1/3"[^}]*\} 5\n)")))
+      << metrics;
+
+  for (const char* part : {"0/3", "2/3"}) {
+    const std::string index(1, part[0]);
+    CliResult r = Run(
+        "sweep", with({absl::StrCat("--part=", part),
+                       "--progress-file=" +
+                           (dir_ / ("part-" + index + ".jsonl")).string()}));
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  }
+  CliResult merged =
+      Run("sweep", with({"--merge-from=" + (dir_ / "part-*.jsonl").string(),
+                         "--out-csv", (dir_ / "merged.csv").string()}));
+  ASSERT_EQ(merged.exit_code, 0) << Describe(merged);
+  EXPECT_EQ(ReadFile(dir_ / "merged.csv"), ReadFile(dir_ / "plain.csv"));
+
+  // A part without --masks-per-shard could plan other shards: refused.
+  CliResult bad =
+      Run("sweep", {"--data", data.string(), "--text-a=sentence1",
+                    "--text-b=sentence2", "--label=label", "--heads",
+                    "--part=0/2", "--progress-file=x.jsonl"});
+  EXPECT_EQ(bad.exit_code, 2) << Describe(bad);
+  EXPECT_TRUE(Contains(bad.err, "--masks-per-shard")) << Describe(bad);
 }
 
 TEST_F(CliE2eTest, UsageErrorsExit2) {

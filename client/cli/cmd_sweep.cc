@@ -8,11 +8,13 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "client/cli/commands.h"
 #include "client/cli/connection.h"
 #include "client/cli/exit_codes.h"
 #include "client/cli/labeled_data.h"
 #include "client/cli/mask_flags.h"
+#include "client/cli/sweep_metrics.h"
 #include "client/cli/sweep_output.h"
 #include "client/cli/sweep_parts.h"
 #include "client/cli/sweep_summary.h"
@@ -109,6 +111,32 @@ absl::Status PartOptions(const Args& args, int masks_per_shard,
   return absl::OkStatus();
 }
 
+// The --metrics-listen exporter (nullptr without the flag), labelled with
+// the sweep's fingerprint and the part ("I/N"; "merge" for a run that
+// merges parts, so a sum over parts does not count the sweep twice).
+absl::StatusOr<std::unique_ptr<SweepMetricsExporter>> StartExporter(
+    const Args& args, const SweepJob& job, const SchedulerOptions& options) {
+  if (!args.Has("metrics-listen")) {
+    return std::unique_ptr<SweepMetricsExporter>();
+  }
+  const std::string part =
+      !options.merge_from.empty()
+          ? "merge"
+          : absl::StrCat(options.part_index, "/", options.part_count);
+  absl::StatusOr<std::unique_ptr<SweepMetricsExporter>> e =
+      SweepMetricsExporter::Start(
+          args.Get("metrics-listen"),
+          {{"sweep", SweepFingerprint(job, options.sharding)}, {"part", part}});
+  if (!e.ok()) {
+    return absl::Status(e.status().code(), absl::StrCat("--metrics-listen: ",
+                                                        e.status().message()));
+  }
+  if (!args.Has("quiet")) {
+    std::fprintf(stderr, "sweep: progress metrics on port %d\n", (*e)->port());
+  }
+  return e;
+}
+
 // Replicas behind a target now, for the default shard size: a dns:/// name
 // counts its addresses (1 when it does not resolve yet).
 int ReplicasNow(const ChannelTarget& t) {
@@ -152,6 +180,14 @@ int RunSweep(const Argv& argv) {
        "progress file or glob of the parts of this sweep: their finished "
        "shards count as done (repeatable)",
        "FILE"},
+      {"metrics-listen", true,
+       "serve the sweep's progress as Prometheus gauges on "
+       "http://HOST:PORT/metrics (bertology_sweep_job_*)",
+       "HOST:PORT"},
+      {"metrics-linger", true,
+       "with --metrics-listen, keep serving this long after the end so the "
+       "last values are scraped (default 0)",
+       "S"},
       {"resolve-interval", true,
        "seconds between DNS lookups of a dns:/// target (default 10)", "S"},
       {"round-robin", false,
@@ -183,6 +219,9 @@ int RunSweep(const Argv& argv) {
         resolve_interval.status()}) {
     if (!s.ok()) return Fail("sweep", kExitUsage, s);
   }
+  auto linger_flag = args.GetDouble("metrics-linger", 0);
+  if (!linger_flag.ok()) return Fail("sweep", kExitUsage, linger_flag.status());
+  const double linger = *linger_flag;
   absl::Status parts = PartOptions(args, *masks_per_shard, &options);
   if (!parts.ok()) return Fail("sweep", kExitUsage, parts);
   const std::string target = args.Get("target", kDefaultTarget);
@@ -241,16 +280,26 @@ int RunSweep(const Argv& argv) {
 
   const bool tty = isatty(STDERR_FILENO) != 0;
   ProgressBar bar(stderr, tty);
-  SweepProgressFn on_progress;
-  if (!args.Has("quiet")) {
-    on_progress = [&bar](const SweepProgressSnapshot& s) { bar.Update(s); };
-  }
+  absl::StatusOr<std::unique_ptr<SweepMetricsExporter>> exporter =
+      StartExporter(args, job, options);
+  if (!exporter.ok()) return Fail("sweep", kExitUsage, exporter.status());
+  const bool quiet = args.Has("quiet");
+  SweepProgressFn on_progress = [&bar, &exporter,
+                                 quiet](const SweepProgressSnapshot& s) {
+    if (!quiet) bar.Update(s);
+    if (*exporter != nullptr) (*exporter)->Update(s);
+  };
   GrpcExecutorOptions executor_options;
   executor_options.resolve_interval = absl::Seconds(*resolve_interval);
   auto executor = NewGrpcShardExecutor(*targets, executor_options);
   absl::StatusOr<SweepRun> run =
       RunSweep(job, executor.get(), options, on_progress);
   bar.Done();
+  if (*exporter != nullptr && linger > 0) {
+    // A job pod that exits at once takes its last values with it; give
+    // Prometheus a scrape interval to read them.
+    absl::SleepFor(absl::Seconds(linger));
+  }
   if (!run.ok()) {
     return Fail("sweep",
                 absl::IsFailedPrecondition(run.status()) &&

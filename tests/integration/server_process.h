@@ -64,6 +64,12 @@ class ServerProcess {
   std::shared_ptr<grpc::Channel> channel_;
 };
 
+// A free loopback TCP port (bound and released).
+int FreePort();
+
+// GET /metrics from 127.0.0.1:`port` (a server's or a CLI's exporter).
+absl::StatusOr<std::string> FetchMetricsAt(int port);
+
 // Runs the server to completion with `args` (e.g. --help or a bad model),
 // returning the exit code and the combined output.
 struct RunResult {

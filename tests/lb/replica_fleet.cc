@@ -167,18 +167,5 @@ double OkRequests(const std::string& metrics, const std::string& method) {
   return total;
 }
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = 0;
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 }  // namespace testing
 }  // namespace bertology

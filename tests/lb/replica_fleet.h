@@ -53,9 +53,6 @@ std::string CompareWithSingleCall(
 // The value of bertology_requests_total{method=M, code="OK"} (0 if absent).
 double OkRequests(const std::string& metrics, const std::string& method);
 
-// A free loopback TCP port (bound and released).
-int FreePort();
-
 }  // namespace testing
 }  // namespace bertology
 
