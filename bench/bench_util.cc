@@ -5,7 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "server/core/pair_dataset.h"
+#include "common/pair_dataset.h"
 
 namespace bertology::bench {
 

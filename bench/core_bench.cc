@@ -21,7 +21,7 @@
 #include "bench/random_model.h"
 #include "nlohmann/json.hpp"
 #include "server/core/bert_config.h"
-#include "server/core/mask_generators.h"
+#include "common/mask_generators.h"
 #include "server/core/model.h"
 #include "server/core/sweep.h"
 #include "server/core/threading.h"

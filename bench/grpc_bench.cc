@@ -23,7 +23,7 @@
 #include "bench/bench_stats.h"
 #include "bertology/v1/bertology.grpc.pb.h"
 #include "nlohmann/json.hpp"
-#include "server/core/pair_dataset.h"
+#include "common/pair_dataset.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "Server address.");
 ABSL_FLAG(std::string, data, "", "TSV text_a, text_b, label.");

@@ -104,7 +104,7 @@ int RunAttention(const Argv& argv) {
   auto context = NewContext(args);
   if (!context.ok()) return Fail("attention", kExitUsage, context.status());
   v1::GetAttentionResponse response;
-  s = FromGrpc(stub->GetAttention(context->get(), request, &response));
+  s = FromGrpcStatus(stub->GetAttention(context->get(), request, &response));
   if (!s.ok()) return Fail("attention", kExitRpc, s);
 
   absl::StatusOr<nlohmann::json> json = AttentionJson(response);

@@ -82,7 +82,7 @@ int RunClassify(const Argv& argv) {
     if (!context.ok()) return Fail("classify", kExitUsage, context.status());
     v1::ClassifyResponse response;
     absl::Status s =
-        FromGrpc(stub->Classify(context->get(), request, &response));
+        FromGrpcStatus(stub->Classify(context->get(), request, &response));
     if (!s.ok()) return Fail("classify", kExitRpc, s);
     for (const v1::Prediction& p : response.predictions()) {
       predictions.push_back(p);

@@ -31,7 +31,8 @@ int RunHealth(const Argv& argv) {
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(args.Get("service"));
   grpc::health::v1::HealthCheckResponse response;
-  absl::Status s = FromGrpc(stub->Check(context->get(), request, &response));
+  absl::Status s =
+      FromGrpcStatus(stub->Check(context->get(), request, &response));
   if (!s.ok()) return Fail("health", kExitRpc, s);
   std::printf("%s\n", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
                           response.status())

@@ -28,7 +28,7 @@ int RunInfo(const Argv& argv) {
   request.set_model(args.Get("model"));
   v1::GetModelInfoResponse response;
   absl::Status s =
-      FromGrpc(stub->GetModelInfo(context->get(), request, &response));
+      FromGrpcStatus(stub->GetModelInfo(context->get(), request, &response));
   if (!s.ok()) return Fail("info", kExitRpc, s);
   nlohmann::json models = nlohmann::json::array();
   for (const v1::ModelInfo& m : response.models()) {

@@ -292,8 +292,8 @@ int RunSweep(const Argv& argv) {
   GrpcExecutorOptions executor_options;
   executor_options.resolve_interval = absl::Seconds(*resolve_interval);
   auto executor = NewGrpcShardExecutor(*targets, executor_options);
-  absl::StatusOr<SweepRun> run =
-      RunSweep(job, executor.get(), options, on_progress);
+  absl::StatusOr<SweepReport> run =
+      ScheduleSweep(job, executor.get(), options, on_progress);
   bar.Done();
   if (*exporter != nullptr && linger > 0) {
     // A job pod that exits at once takes its last values with it; give

@@ -41,7 +41,8 @@ int RunTokenize(const Argv& argv) {
   request.set_text_a(a);
   request.set_text_b(b);
   v1::TokenizeResponse response;
-  absl::Status s = FromGrpc(stub->Tokenize(context->get(), request, &response));
+  absl::Status s =
+      FromGrpcStatus(stub->Tokenize(context->get(), request, &response));
   if (!s.ok()) return Fail("tokenize", kExitRpc, s);
   if (args.Has("json")) {
     nlohmann::json tokens = nlohmann::json::array();

@@ -37,12 +37,6 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
                                    args);
 }
 
-absl::Status FromGrpc(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
-}
-
 absl::StatusOr<std::unique_ptr<grpc::ClientContext>> NewContext(
     const Args& args, absl::Duration def) {
   absl::StatusOr<double> seconds =
@@ -64,7 +58,7 @@ absl::StatusOr<ModelAndLimits> FetchModelInfo(v1::Bertology::Stub* stub,
   request.set_model(args.Get("model"));
   v1::GetModelInfoResponse response;
   absl::Status s =
-      FromGrpc(stub->GetModelInfo(context->get(), request, &response));
+      FromGrpcStatus(stub->GetModelInfo(context->get(), request, &response));
   if (!s.ok()) {
     return absl::Status(s.code(), absl::StrCat("GetModelInfo: ", s.message()));
   }

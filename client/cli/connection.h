@@ -1,5 +1,5 @@
-// What every subcommand shares: the --target/--model/--timeout flags, the
-// channel they describe, and gRPC status conversion.
+// What every subcommand shares: the --target/--model/--timeout flags and
+// the channel they describe (gRPC status conversion: common/grpc_status.h).
 #ifndef BERTOLOGY_CLIENT_CLI_CONNECTION_H_
 #define BERTOLOGY_CLIENT_CLI_CONNECTION_H_
 
@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "bertology/v1/bertology.grpc.pb.h"
 #include "client/cli/args.h"
+#include "common/grpc_status.h"
 
 namespace bertology {
 namespace client {
@@ -27,8 +28,6 @@ std::vector<FlagSpec> ConnectionFlags();
 // round_robin channel over it; "dns:///..." round_robin over DNS.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
     const std::string& target);
-
-absl::Status FromGrpc(const grpc::Status& status);
 
 // A context with the --timeout deadline (default `def`).
 absl::StatusOr<std::unique_ptr<grpc::ClientContext>> NewContext(

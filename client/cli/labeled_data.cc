@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "server/core/pair_dataset.h"
+#include "common/pair_dataset.h"
 
 namespace bertology {
 namespace client {

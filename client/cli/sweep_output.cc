@@ -90,7 +90,7 @@ std::string SweepCsv(const SweepSummary& summary) {
   return out;
 }
 
-std::string SweepJson(const SweepRun& run, const std::string& model,
+std::string SweepJson(const SweepReport& run, const std::string& model,
                       const std::string& mode) {
   nlohmann::json masks = nlohmann::json::array();
   for (const MergedMask& m : run.summary.masks) masks.push_back(MaskJson(m));

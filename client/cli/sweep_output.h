@@ -18,7 +18,7 @@ std::string SweepCsv(const SweepSummary& summary);
 
 // {"model", "mode", "baseline": {...}, "masks": [{...}], "run": {shards,
 // retries, replicas}}; doubles round-trip exactly.
-std::string SweepJson(const SweepRun& run, const std::string& model,
+std::string SweepJson(const SweepReport& run, const std::string& model,
                       const std::string& mode);
 
 // The same numbers (nothing recomputed) with the model's shape, so the

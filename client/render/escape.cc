@@ -4,40 +4,21 @@
 #include <cstdint>
 
 #include "absl/strings/str_format.h"
+#include "common/utf8.h"
 
 namespace bertology::render {
 namespace {
 
 constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid.
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) return 1;
-  size_t len;
-  uint32_t min_cp;
-  uint32_t cp;
-  if ((b0 & 0xE0) == 0xC0) {
-    len = 2, min_cp = 0x80, cp = b0 & 0x1F;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    len = 3, min_cp = 0x800, cp = b0 & 0x0F;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    len = 4, min_cp = 0x10000, cp = b0 & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    return 0;
-  }
-  // U+FFFE and U+FFFF are not XML characters either.
-  if (cp == 0xFFFE || cp == 0xFFFF) return 0;
-  return len;
+// Length of the valid UTF-8 sequence at s[i] that is also an XML
+// character, or 0.
+size_t XmlCharLength(std::string_view s, size_t i) {
+  char32_t cp;
+  const int len = Utf8SequenceAt(s, i, &cp);
+  // U+FFFE and U+FFFF are not XML characters.
+  if (len == 0 || cp == 0xFFFE || cp == 0xFFFF) return 0;
+  return static_cast<size_t>(len);
 }
 
 }  // namespace
@@ -72,7 +53,7 @@ std::string XmlEscape(std::string_view text) {
       ++i;
       continue;
     }
-    const size_t len = Utf8SequenceLength(text, i);
+    const size_t len = XmlCharLength(text, i);
     if (len == 0) {
       out += kReplacement;
       ++i;

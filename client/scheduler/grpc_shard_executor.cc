@@ -16,6 +16,7 @@
 #include "bertology/v1/bertology.grpc.pb.h"
 #include "client/scheduler/replica_resolver.h"
 #include "client/scheduler/shard_executor.h"
+#include "common/grpc_status.h"
 
 namespace bertology {
 namespace client {
@@ -118,9 +119,7 @@ class GrpcShardExecutor : public ShardExecutor {
     const std::string peer = context.peer();
     if (!peer.empty()) attempt.result.replica = peer;
     if (!status.ok()) {
-      attempt.status =
-          absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                       status.error_message());
+      attempt.status = FromGrpcStatus(status);
     } else if (!attempt.has_baseline ||
                attempt.result.masks.size() !=
                    static_cast<size_t>(request.masks_size())) {

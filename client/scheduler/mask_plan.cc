@@ -8,55 +8,36 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "server/core/mask_generators.h"
+#include "common/mask_generators.h"
 
 namespace bertology {
 namespace client {
 namespace {
 
-const char* ModeName(v1::AblationMode mode) {
-  return mode == v1::ABLATION_MODE_UNIFORM ? "uniform" : "zero";
+AblationMode CoreMode(v1::AblationMode mode) {
+  return mode == v1::ABLATION_MODE_UNIFORM ? AblationMode::kUniform
+                                           : AblationMode::kZero;
 }
 
-PlannedMask Ablating(std::string id, std::string spec,
-                     const std::vector<std::pair<int, int>>& heads) {
-  PlannedMask m;
-  m.id = std::move(id);
-  m.spec = std::move(spec);
-  v1::MaskSpec::Explicit* e = m.wire.mutable_explicit_mask();
-  e->set_id(m.id);
-  v1::HeadList* list = e->mutable_mask()->mutable_ablate();
-  for (const auto& [layer, head] : heads) {
-    v1::LayerHead* lh = list->add_heads();
-    lh->set_layer(layer);
-    lh->set_head(head);
-  }
-  return m;
-}
-
-// The server's own generator (server/core/mask_generators.h, no libtorch),
-// so the ids and heads are the ones the server would expand.
-absl::Status PlanRandom(const v1::MaskSpec::RandomFraction& r, int i,
-                        const MaskPlanOptions& o,
-                        std::vector<PlannedMask>* out) {
-  const int end = r.layer_end() == 0 ? o.layers : r.layer_end();
-  absl::StatusOr<std::vector<SweepMask>> masks =
-      RandomMasks(o.layers, o.heads, r.fraction(), r.repeats(), r.seed(),
-                  r.layer_begin(), end,
-                  o.mode == v1::ABLATION_MODE_UNIFORM ? AblationMode::kUniform
-                                                      : AblationMode::kZero);
-  if (!masks.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("masks[", i, "].random: ", masks.status().message()));
-  }
-  for (const SweepMask& m : *masks) {
-    std::vector<std::pair<int, int>> off;
-    for (const LayerHead& lh : m.mask.AffectedHeads()) {
-      off.push_back({lh.layer, lh.head});
+// Generated masks as explicit ablate lists with the generator's own ids and
+// spec strings (common/mask_generators.h, the code the server expands
+// requests with), so a shard of them scores exactly what the server would.
+void AddGenerated(const std::vector<SweepMask>& masks,
+                  std::vector<PlannedMask>* out) {
+  for (const SweepMask& sm : masks) {
+    PlannedMask m;
+    m.id = sm.id;
+    m.spec = sm.spec;
+    v1::MaskSpec::Explicit* e = m.wire.mutable_explicit_mask();
+    e->set_id(m.id);
+    v1::HeadList* list = e->mutable_mask()->mutable_ablate();
+    for (const LayerHead& lh : sm.mask.AffectedHeads()) {
+      v1::LayerHead* wire = list->add_heads();
+      wire->set_layer(lh.layer);
+      wire->set_head(lh.head);
     }
-    out->push_back(Ablating(m.id, m.spec, off));
+    out->push_back(std::move(m));
   }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -92,29 +73,23 @@ absl::StatusOr<std::vector<PlannedMask>> PlanMasks(
         break;
       }
       case v1::MaskSpec::kAllSingleHeads:
-        for (int l = 0; l < o.layers; ++l) {
-          for (int h = 0; h < o.heads; ++h) {
-            out.push_back(Ablating(absl::StrCat("head-L", l, "H", h),
-                                   absl::StrCat("ablate head L", l, "H", h,
-                                                " (", ModeName(o.mode), ")"),
-                                   {{l, h}}));
-          }
-        }
+        AddGenerated(SingleHeadMasks(o.layers, o.heads, CoreMode(o.mode)),
+                     &out);
         break;
       case v1::MaskSpec::kAllLayers:
-        for (int l = 0; l < o.layers; ++l) {
-          std::vector<std::pair<int, int>> off;
-          for (int h = 0; h < o.heads; ++h) off.push_back({l, h});
-          out.push_back(
-              Ablating(absl::StrCat("layer-", l),
-                       absl::StrCat("ablate all ", o.heads, " heads of layer ",
-                                    l, " (", ModeName(o.mode), ")"),
-                       off));
-        }
+        AddGenerated(LayerMasks(o.layers, o.heads, CoreMode(o.mode)), &out);
         break;
       case v1::MaskSpec::kRandom: {
-        absl::Status s = PlanRandom(spec.random(), i, o, &out);
-        if (!s.ok()) return s;
+        const v1::MaskSpec::RandomFraction& r = spec.random();
+        absl::StatusOr<std::vector<SweepMask>> masks = RandomMasks(
+            o.layers, o.heads, r.fraction(), r.repeats(), r.seed(),
+            r.layer_begin(), r.layer_end() == 0 ? o.layers : r.layer_end(),
+            CoreMode(o.mode));
+        if (!masks.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "masks[", i, "].random: ", masks.status().message()));
+        }
+        AddGenerated(*masks, &out);
         break;
       }
       case v1::MaskSpec::SPEC_NOT_SET:

@@ -1,11 +1,10 @@
 // Expands a sweep's mask specs into the flat, ordered list of masks that a
 // single-replica SweepAblation call would score, so the scheduler can cut it
-// into ranges. Generators (every head, every layer, random fractions) become
-// explicit ablate lists with the server's ids; explicit and keep-only specs
-// (one mask each) travel unchanged with their server-default id filled in.
-// Random masks replay the server's generator (server/core/mask_generators.cc:
-// mt19937_64, rejection sampling, partial Fisher-Yates), which that file
-// documents as identical on every standard library.
+// into ranges. Generators (every head, every layer, random fractions) run
+// here through the server's own code (common/mask_generators.h) and become
+// explicit ablate lists with its ids and spec strings; explicit and
+// keep-only specs (one mask each) travel unchanged with their server-default
+// id filled in.
 #ifndef BERTOLOGY_CLIENT_SCHEDULER_MASK_PLAN_H_
 #define BERTOLOGY_CLIENT_SCHEDULER_MASK_PLAN_H_
 

@@ -21,7 +21,7 @@ std::string HoursMinutes(double seconds) {
 
 }  // namespace
 
-ProgressBar::ProgressBar(std::FILE* out, bool tty, client::Clock* clock)
+ProgressBar::ProgressBar(std::FILE* out, bool tty, Clock* clock)
     : out_(out), tty_(tty), clock_(clock), start_(clock->Now()) {}
 
 std::string ProgressBar::Line(const SweepProgressSnapshot& s, double rate,

@@ -8,13 +8,14 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "client/scheduler/clock.h"
 #include "client/scheduler/sweep_scheduler.h"
+#include "common/clock.h"
 
 namespace bertology {
 namespace client {
 
-// Not thread-safe: RunSweep calls its progress function one call at a time.
+// Not thread-safe: ScheduleSweep calls its progress function one call at a
+// time.
 class ProgressBar {
  public:
   // `tty`: draw a bar (else plain lines). `clock` outlives the bar.

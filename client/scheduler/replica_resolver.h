@@ -15,8 +15,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "client/scheduler/clock.h"
 #include "client/scheduler/targets.h"
+#include "common/clock.h"
 
 namespace bertology {
 namespace client {

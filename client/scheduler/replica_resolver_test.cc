@@ -7,7 +7,7 @@ namespace client {
 namespace {
 
 TEST(ReplicaResolverTest, ExpandsNamesAndLooksThemUpAgainWhenDue) {
-  FakeClock clock;
+  SimulatedClock clock;
   std::vector<std::string> answer = {"ipv4:10.0.0.1:5"};
   absl::Status fail;
   int lookups = 0;
@@ -51,7 +51,7 @@ TEST(ReplicaResolverTest, ExpandsNamesAndLooksThemUpAgainWhenDue) {
 }
 
 TEST(ReplicaResolverTest, NoAddressAtAllIsAnError) {
-  FakeClock clock;
+  SimulatedClock clock;
   LookupFn lookup =
       [](const std::string&,
          const std::string&) -> absl::StatusOr<std::vector<std::string>> {

@@ -14,9 +14,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bertology/v1/bertology.pb.h"
-#include "client/scheduler/clock.h"
 #include "client/scheduler/shard.h"
 #include "client/scheduler/targets.h"
+#include "common/clock.h"
 
 namespace bertology {
 namespace client {

@@ -67,10 +67,10 @@ struct ChannelState {
   absl::Time down_until = absl::InfinitePast();
 };
 
-class SweepRunState {
+class ScheduledSweep {
  public:
-  SweepRunState(const SweepJob& job, ShardExecutor* executor,
-                const SchedulerOptions& options, const SweepProgressFn& fn)
+  ScheduledSweep(const SweepJob& job, ShardExecutor* executor,
+                 const SchedulerOptions& options, const SweepProgressFn& fn)
       : job_(job),
         executor_(executor),
         options_(options),
@@ -78,7 +78,7 @@ class SweepRunState {
         on_progress_(fn),
         merger_(job.masks, static_cast<int>(job.examples.size())) {}
 
-  absl::StatusOr<SweepRun> Run();
+  absl::StatusOr<SweepReport> Run();
 
  private:
   // Reads the progress file and the merge_from files; queues the rest.
@@ -123,7 +123,7 @@ class SweepRunState {
   std::map<std::string, int> by_peer_ ABSL_GUARDED_BY(mu_);
 };
 
-v1::SweepAblationRequest SweepRunState::Request(const Pending& p) const {
+v1::SweepAblationRequest ScheduledSweep::Request(const Pending& p) const {
   v1::SweepAblationRequest r;
   r.set_model(job_.model);
   r.set_mode(job_.mode);
@@ -137,14 +137,15 @@ v1::SweepAblationRequest SweepRunState::Request(const Pending& p) const {
   return r;
 }
 
-bool SweepRunState::OthersDown(int channel, absl::Time now) const {
+bool ScheduledSweep::OthersDown(int channel, absl::Time now) const {
   for (const auto& [c, state] : channels_) {
     if (c != channel && state.live && state.down_until <= now) return false;
   }
   return true;
 }
 
-bool SweepRunState::TakeShard(int channel, Pending* out, absl::Duration* wait) {
+bool ScheduledSweep::TakeShard(int channel, Pending* out,
+                               absl::Duration* wait) {
   const absl::Time now = clock_->Now();
   if (channels_[channel].down_until > now) {
     *wait = channels_[channel].down_until - now;
@@ -167,7 +168,7 @@ bool SweepRunState::TakeShard(int channel, Pending* out, absl::Duration* wait) {
   return false;
 }
 
-void SweepRunState::Report() {
+void ScheduledSweep::Report() {
   if (!on_progress_) return;
   SweepProgressSnapshot s = progress_;
   s.inflight = inflight_;
@@ -176,7 +177,7 @@ void SweepRunState::Report() {
   on_progress_(s);
 }
 
-void SweepRunState::Succeeded(int channel, const Pending& p) {
+void ScheduledSweep::Succeeded(int channel, const Pending& p) {
   ChannelState& ch = channels_[channel];
   ch.stats.shards_ok++;
   ch.consecutive_failures = 0;
@@ -190,7 +191,7 @@ void SweepRunState::Succeeded(int channel, const Pending& p) {
   }
 }
 
-void SweepRunState::Finished(int channel, Pending p, ShardAttempt attempt) {
+void ScheduledSweep::Finished(int channel, Pending p, ShardAttempt attempt) {
   --inflight_;
   partial_.erase(p.shard.index);
   ChannelState& ch = channels_[channel];
@@ -275,7 +276,7 @@ void SweepRunState::Finished(int channel, Pending p, ShardAttempt attempt) {
   Report();
 }
 
-void SweepRunState::Worker(int channel) {
+void ScheduledSweep::Worker(int channel) {
   while (true) {
     Pending p;
     {
@@ -317,7 +318,7 @@ void SweepRunState::Worker(int channel) {
   }
 }
 
-void SweepRunState::RefreshChannels() {
+void ScheduledSweep::RefreshChannels() {
   mu_.Unlock();  // the executor may look names up: not under the lock
   absl::StatusOr<std::vector<int>> ids = executor_->Channels();
   mu_.Lock();
@@ -351,7 +352,7 @@ void SweepRunState::RefreshChannels() {
   changed_.SignalAll();
 }
 
-absl::Status SweepRunState::Plan() {
+absl::Status ScheduledSweep::Plan() {
   const std::vector<Shard> shards =
       PlanShards(static_cast<int>(job_.masks.size()),
                  static_cast<int>(job_.examples.size()), options_.sharding);
@@ -396,7 +397,7 @@ absl::Status SweepRunState::Plan() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<SweepRun> SweepRunState::Run() {
+absl::StatusOr<SweepReport> ScheduledSweep::Run() {
   if (job_.examples.empty()) {
     return absl::InvalidArgumentError("the sweep has no examples");
   }
@@ -435,7 +436,7 @@ absl::StatusOr<SweepRun> SweepRunState::Run() {
   for (std::thread& t : workers) t.join();
   mu_.Lock();
   if (!fatal_.ok()) return fatal_;
-  SweepRun run;
+  SweepReport run;
   if (options_.part_count <= 1) {
     absl::StatusOr<SweepSummary> summary = merger_.Finish();
     if (!summary.ok()) return summary.status();
@@ -479,10 +480,11 @@ absl::Duration Backoff(const SchedulerOptions& o, int failures) {
   return std::min(d, o.max_backoff);
 }
 
-absl::StatusOr<SweepRun> RunSweep(const SweepJob& job, ShardExecutor* executor,
-                                  const SchedulerOptions& options,
-                                  const SweepProgressFn& on_progress) {
-  SweepRunState state(job, executor, options, on_progress);
+absl::StatusOr<SweepReport> ScheduleSweep(const SweepJob& job,
+                                          ShardExecutor* executor,
+                                          const SchedulerOptions& options,
+                                          const SweepProgressFn& on_progress) {
+  ScheduledSweep state(job, executor, options, on_progress);
   return state.Run();
 }
 

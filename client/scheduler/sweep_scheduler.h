@@ -36,11 +36,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bertology/v1/bertology.pb.h"
-#include "client/scheduler/clock.h"
 #include "client/scheduler/mask_plan.h"
 #include "client/scheduler/shard.h"
 #include "client/scheduler/shard_executor.h"
 #include "client/scheduler/sweep_merger.h"
+#include "common/clock.h"
 
 namespace bertology {
 namespace client {
@@ -94,7 +94,7 @@ struct ChannelStats {
   std::string last_error;
 };
 
-struct SweepRun {
+struct SweepReport {
   // Empty for a part run (part_count > 1): its shards are in the progress
   // file, and a run with merge_from over all parts gives the summary.
   bool complete = false;
@@ -116,9 +116,9 @@ std::string SweepFingerprint(const SweepJob& job,
 absl::Duration Backoff(const SchedulerOptions& options, int failures);
 
 // Blocks until the sweep is merged or has failed.
-absl::StatusOr<SweepRun> RunSweep(const SweepJob& job, ShardExecutor* executor,
-                                  const SchedulerOptions& options,
-                                  const SweepProgressFn& on_progress = {});
+absl::StatusOr<SweepReport> ScheduleSweep(
+    const SweepJob& job, ShardExecutor* executor,
+    const SchedulerOptions& options, const SweepProgressFn& on_progress = {});
 
 }  // namespace client
 }  // namespace bertology

@@ -29,7 +29,7 @@ SweepJob Job(int masks, int examples) {
   return job;
 }
 
-SchedulerOptions Options(FakeClock* clock, int masks_per_shard,
+SchedulerOptions Options(SimulatedClock* clock, int masks_per_shard,
                          int examples_per_shard) {
   SchedulerOptions o;
   o.sharding = {masks_per_shard, examples_per_shard};
@@ -50,11 +50,11 @@ void ExpectSame(const SweepSummary& a, const SweepSummary& b) {
 }
 
 SweepSummary SingleRun(const SweepJob& job) {
-  FakeClock clock;
+  SimulatedClock clock;
   testing::FakeExecutor exec(1);
-  auto run = RunSweep(job, &exec,
-                      Options(&clock, static_cast<int>(job.masks.size()),
-                              static_cast<int>(job.examples.size())));
+  auto run = ScheduleSweep(job, &exec,
+                           Options(&clock, static_cast<int>(job.masks.size()),
+                                   static_cast<int>(job.examples.size())));
   EXPECT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(exec.total_calls(), 1);
   return run->summary;
@@ -62,13 +62,13 @@ SweepSummary SingleRun(const SweepJob& job) {
 
 TEST(SweepSchedulerTest, SurvivesADeadReplicaWithExactResults) {
   const SweepJob job = Job(20, 30);
-  FakeClock clock;
+  SimulatedClock clock;
   testing::FakeExecutor exec(3);
   exec.Kill(1);
   exec.SetDelay(absl::Milliseconds(2));
   int updates = 0;
-  auto run = RunSweep(job, &exec, Options(&clock, 3, 7),
-                      [&](const SweepProgressSnapshot&) { ++updates; });
+  auto run = ScheduleSweep(job, &exec, Options(&clock, 3, 7),
+                           [&](const SweepProgressSnapshot&) { ++updates; });
   ASSERT_TRUE(run.ok()) << run.status();
   ExpectSame(run->summary, SingleRun(job));
   EXPECT_EQ(run->shards_total, 7 * 5);
@@ -81,13 +81,13 @@ TEST(SweepSchedulerTest, SurvivesADeadReplicaWithExactResults) {
 }
 
 TEST(SweepSchedulerTest, FailsClearlyWhenNoReplicaAnswers) {
-  FakeClock clock;
+  SimulatedClock clock;
   testing::FakeExecutor exec(2);
   exec.Kill(0);
   exec.Kill(1);
   SchedulerOptions o = Options(&clock, 4, 4);
   o.max_attempts = 3;
-  auto run = RunSweep(Job(8, 8), &exec, o);
+  auto run = ScheduleSweep(Job(8, 8), &exec, o);
   ASSERT_FALSE(run.ok());
   EXPECT_EQ(run.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(run.status().message().find("no replica answered"),
@@ -99,10 +99,10 @@ TEST(SweepSchedulerTest, FailsClearlyWhenNoReplicaAnswers) {
 }
 
 TEST(SweepSchedulerTest, DoesNotRetryARequestError) {
-  FakeClock clock;
+  SimulatedClock clock;
   testing::FakeExecutor exec(2);
   exec.FailAll(absl::InvalidArgumentError("examples[0].label=7 is outside"));
-  auto run = RunSweep(Job(8, 8), &exec, Options(&clock, 8, 8));
+  auto run = ScheduleSweep(Job(8, 8), &exec, Options(&clock, 8, 8));
   ASSERT_FALSE(run.ok());
   EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(exec.total_calls(), 1);
@@ -113,35 +113,35 @@ TEST(SweepSchedulerTest, ResumesFromTheProgressFile) {
   const std::string path =
       absl::StrCat(::testing::TempDir(), "/progress-", getpid(), ".jsonl");
   std::remove(path.c_str());
-  FakeClock clock;
+  SimulatedClock clock;
   SchedulerOptions o = Options(&clock, 3, 5);  // 8 shards
   o.progress_file = path;
   o.max_attempts = 2;
   {
     testing::FakeExecutor exec(1);
     exec.FailAll(absl::UnavailableError("gone"), /*ok_calls=*/3);
-    ASSERT_FALSE(RunSweep(job, &exec, o).ok());
+    ASSERT_FALSE(ScheduleSweep(job, &exec, o).ok());
   }
   testing::FakeExecutor exec(2);
-  auto run = RunSweep(job, &exec, o);
+  auto run = ScheduleSweep(job, &exec, o);
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->shards_resumed, 3);
   EXPECT_EQ(exec.total_calls(), 8 - 3);
   ExpectSame(run->summary, SingleRun(job));
   // A different sweep refuses the file.
-  auto other = RunSweep(Job(11, 10), &exec, o);
+  auto other = ScheduleSweep(Job(11, 10), &exec, o);
   EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
   std::remove(path.c_str());
 }
 
 TEST(SweepSchedulerTest, ACutStreamResumesItsRemainingMasks) {
   const SweepJob job = Job(12, 10);
-  FakeClock clock;
+  SimulatedClock clock;
   testing::FakeExecutor exec(1);
   exec.CutAfter(2);  // every call ends after 2 mask results
   SchedulerOptions o = Options(&clock, 6, 10);  // 2 shards of 6 masks
   o.max_attempts = 1;  // calls that made progress are not failed attempts
-  auto run = RunSweep(job, &exec, o);
+  auto run = ScheduleSweep(job, &exec, o);
   ASSERT_TRUE(run.ok()) << run.status();
   ExpectSame(run->summary, SingleRun(job));
   // Per shard: 6 masks sent (2 kept), then 4 (2 kept), then 2 (done). A
@@ -154,15 +154,15 @@ TEST(SweepSchedulerTest, ACutStreamResumesItsRemainingMasks) {
 
 TEST(SweepSchedulerTest, FollowsReplicasThatComeAndGo) {
   const SweepJob job = Job(40, 4);
-  FakeClock clock;
+  SimulatedClock clock;
   testing::FakeExecutor exec(3);
   exec.SetLive({0});
   exec.SetDelay(absl::Milliseconds(20));
   SchedulerOptions o = Options(&clock, 1, 4);  // 40 shards
   o.max_inflight = 1;
   o.refresh_interval = absl::ZeroDuration();  // re-read at every wake-up
-  absl::StatusOr<SweepRun> run;
-  std::thread sweep([&] { run = RunSweep(job, &exec, o); });
+  absl::StatusOr<SweepReport> run;
+  std::thread sweep([&] { run = ScheduleSweep(job, &exec, o); });
   while (exec.calls(0) < 3) absl::SleepFor(absl::Milliseconds(5));
   exec.SetLive({1, 2});  // replica 0 goes, two new ones come
   const int calls_on_0 = exec.calls(0);
@@ -176,12 +176,12 @@ TEST(SweepSchedulerTest, FollowsReplicasThatComeAndGo) {
 }
 
 TEST(SweepSchedulerTest, FailsWhenNoReplicaAppears) {
-  FakeClock clock;
+  SimulatedClock clock;
   testing::FakeExecutor exec(1);
   exec.SetLive({});
   SchedulerOptions o = Options(&clock, 4, 4);
   o.no_replica_timeout = absl::Seconds(30);
-  auto run = RunSweep(Job(4, 4), &exec, o);
+  auto run = ScheduleSweep(Job(4, 4), &exec, o);
   ASSERT_FALSE(run.ok());
   EXPECT_EQ(run.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(run.status().message().find("fake: no channel"), std::string::npos)
@@ -193,7 +193,7 @@ TEST(SweepSchedulerTest, PartsMergeExactlyAndAMissingPartIsRun) {
   const SweepJob job = Job(12, 10);
   const std::string dir = ::testing::TempDir();
   std::vector<std::string> parts;
-  FakeClock clock;
+  SimulatedClock clock;
   SchedulerOptions o = Options(&clock, 3, 5);  // 8 shards
   o.part_count = 3;
   for (int i = 0; i < 3; ++i) {
@@ -202,7 +202,7 @@ TEST(SweepSchedulerTest, PartsMergeExactlyAndAMissingPartIsRun) {
     o.part_index = i;
     o.progress_file = parts.back();
     testing::FakeExecutor exec(1);
-    auto run = RunSweep(job, &exec, o);
+    auto run = ScheduleSweep(job, &exec, o);
     ASSERT_TRUE(run.ok()) << run.status();
     EXPECT_FALSE(run->complete);
     EXPECT_EQ(run->shards_total, i < 2 ? 3 : 2);  // shards 0,3,6 / 1,4,7 / 2,5
@@ -212,7 +212,7 @@ TEST(SweepSchedulerTest, PartsMergeExactlyAndAMissingPartIsRun) {
   merge.merge_from = parts;
   {
     testing::FakeExecutor exec(1);
-    auto run = RunSweep(job, &exec, merge);
+    auto run = ScheduleSweep(job, &exec, merge);
     ASSERT_TRUE(run.ok()) << run.status();
     EXPECT_TRUE(run->complete);
     EXPECT_EQ(exec.total_calls(), 0);
@@ -222,7 +222,7 @@ TEST(SweepSchedulerTest, PartsMergeExactlyAndAMissingPartIsRun) {
   merge.merge_from = {parts[0], parts[2]};  // part 1 lost
   {
     testing::FakeExecutor exec(1);
-    auto run = RunSweep(job, &exec, merge);
+    auto run = ScheduleSweep(job, &exec, merge);
     ASSERT_TRUE(run.ok()) << run.status();
     EXPECT_EQ(exec.total_calls(), 3);
     ExpectSame(run->summary, SingleRun(job));
@@ -230,7 +230,7 @@ TEST(SweepSchedulerTest, PartsMergeExactlyAndAMissingPartIsRun) {
   // A part of another sweep is refused, naming the file.
   merge.merge_from = {parts[0]};
   testing::FakeExecutor exec(1);
-  auto other = RunSweep(Job(11, 10), &exec, merge);
+  auto other = ScheduleSweep(Job(11, 10), &exec, merge);
   EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(other.status().message().find(parts[0]), std::string::npos);
   for (const std::string& p : parts) std::remove(p.c_str());

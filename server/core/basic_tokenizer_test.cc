@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/core/utf8.h"
+#include "common/utf8.h"
 
 namespace bertology {
 namespace {

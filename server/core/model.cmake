@@ -21,8 +21,6 @@ target_link_libraries(bertology_model PUBLIC
   ${CMAKE_DL_LIBS}
 )
 
-bertology_test(NAME head_mask_test SOURCES head_mask_test.cc
-  LIBS bertology_masks absl::strings)
 bertology_test(NAME bert_model_test SOURCES bert_model_test.cc
   LIBS bertology_model)
 # Numerical goldens from tests/golden/make_golden.py, plus the shared tiny

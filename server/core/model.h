@@ -17,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/core/bert_config.h"
-#include "server/core/head_mask.h"
+#include "common/head_mask.h"
 #include "server/core/tokenizer.h"
 
 namespace bertology {

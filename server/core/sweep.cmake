@@ -7,10 +7,6 @@ target_include_directories(bertology_sweep PUBLIC ${BERTOLOGY_CORE_INCLUDE})
 target_link_libraries(bertology_sweep PUBLIC bertology_model
   absl::status absl::statusor absl::strings absl::str_format)
 
-bertology_test(NAME mask_generators_test
-  SOURCES mask_generators_test.cc
-  LIBS bertology_masks GTest::gmock)
-
 bertology_test(NAME sweep_test
   SOURCES sweep_test.cc
   LIBS bertology_sweep GTest::gmock)

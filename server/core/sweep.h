@@ -18,8 +18,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/core/head_mask.h"
-#include "server/core/mask_generators.h"  // SweepMask and the generators
+#include "common/head_mask.h"
+#include "common/mask_generators.h"  // SweepMask and the generators
 #include "server/core/model.h"
 #include "server/core/tokenizer.h"
 

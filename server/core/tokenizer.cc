@@ -5,7 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/core/basic_tokenizer.h"
-#include "server/core/utf8.h"
+#include "common/utf8.h"
 #include "server/core/wordpiece.h"
 
 namespace bertology {

@@ -1,7 +1,6 @@
 # Owned by the tokenizer work; defines bertology_tokenizer and its tests.
 # BERT's WordPiece tokenizer with offsets; no libtorch.
 add_library(bertology_tokenizer STATIC
-  utf8.cc
   vocab.cc
   basic_tokenizer.cc
   wordpiece.cc
@@ -13,9 +12,9 @@ target_link_libraries(bertology_tokenizer PUBLIC
   absl::statusor
   absl::strings
   PkgConfig::UTF8PROC
+  bertology_utf8
 )
 
-bertology_test(NAME utf8_test SOURCES utf8_test.cc LIBS bertology_tokenizer)
 bertology_test(NAME vocab_test SOURCES vocab_test.cc LIBS bertology_tokenizer)
 bertology_test(NAME basic_tokenizer_test SOURCES basic_tokenizer_test.cc
                LIBS bertology_tokenizer)

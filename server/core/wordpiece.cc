@@ -1,6 +1,6 @@
 #include "server/core/wordpiece.h"
 
-#include "server/core/utf8.h"
+#include "common/utf8.h"
 
 namespace bertology {
 

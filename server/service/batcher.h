@@ -22,10 +22,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "server/core/head_mask.h"
+#include "common/head_mask.h"
 #include "server/core/model.h"
 #include "server/core/tokenizer.h"
-#include "server/service/clock.h"
+#include "common/clock.h"
 
 namespace bertology {
 

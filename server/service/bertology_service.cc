@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "server/service/grpc_status.h"
+#include "common/grpc_status.h"
 #include "server/service/metrics.h"
 
 namespace bertology {

@@ -14,7 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/core/head_mask.h"
+#include "common/head_mask.h"
 #include "server/core/model.h"
 #include "server/core/status_macros.h"
 #include "server/core/threading.h"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "bertology/v1/bertology.pb.h"
-#include "server/core/head_mask.h"
+#include "common/head_mask.h"
 #include "server/core/tokenizer.h"
 
 namespace bertology {

@@ -12,7 +12,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bertology/v1/bertology.pb.h"
-#include "server/core/head_mask.h"
+#include "common/head_mask.h"
+#include "common/utf8.h"
 #include "server/core/tokenizer.h"
 #include "server/service/service_limits.h"
 
@@ -34,10 +35,8 @@ absl::StatusOr<std::vector<LayerHead>> ParseLayerHeads(
     const google::protobuf::RepeatedPtrField<v1::LayerHead>& list, int layers,
     int heads, const std::string& field);
 
-// Valid UTF-8 (no overlong forms, surrogates or code points > U+10FFFF).
-bool IsValidUtf8(std::string_view text);
-
-// UTF-8, at most limits.max_text_bytes, and non-empty unless `allow_empty`.
+// UTF-8 (common/utf8.h), at most limits.max_text_bytes, and non-empty unless
+// `allow_empty`.
 absl::Status ValidateText(std::string_view text, const std::string& field,
                           const ServiceLimits& limits, bool allow_empty);
 

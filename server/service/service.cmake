@@ -3,12 +3,12 @@
 # includer's directory does not matter.
 #   bertology_batcher  injectable clock + dynamic batching of Classify rows
 add_library(bertology_batcher
-  ${CMAKE_CURRENT_LIST_DIR}/clock.cc
   ${CMAKE_CURRENT_LIST_DIR}/batcher.cc
 )
 target_include_directories(bertology_batcher PUBLIC ${CMAKE_SOURCE_DIR})
 target_link_libraries(bertology_batcher PUBLIC
   bertology_model
+  bertology_clock
   absl::flat_hash_set
   absl::status
   absl::statusor
@@ -18,9 +18,6 @@ target_link_libraries(bertology_batcher PUBLIC
   Threads::Threads
 )
 
-bertology_test(NAME clock_test
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/clock_test.cc
-  LIBS bertology_batcher)
 bertology_test(NAME batcher_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/batcher_test.cc
   LIBS bertology_batcher GTest::gmock)

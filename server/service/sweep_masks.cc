@@ -50,32 +50,24 @@ absl::Status CheckLayerRange(int begin, int* end, int layers,
   return absl::OkStatus();
 }
 
-absl::StatusOr<SweepMask> KeepOnlyMask(const v1::MaskSpec::KeepOnly& spec,
-                                       int i, const SweepMaskOptions& o) {
+// The keep-only generator (common/mask_generators.h) with the request's
+// field names in its errors.
+absl::StatusOr<SweepMask> KeepOnly(const v1::MaskSpec::KeepOnly& spec, int i,
+                                   const SweepMaskOptions& o) {
   const std::string field = absl::StrCat("masks[", i, "].keep_only");
   int end = spec.layer_end();
   RETURN_IF_ERROR(CheckLayerRange(spec.layer_begin(), &end, o.layers, field));
   ASSIGN_OR_RETURN(std::vector<LayerHead> keep,
                    ParseLayerHeads(spec.keep(), o.layers, o.heads,
                                    absl::StrCat(field, ".keep")));
-  std::vector<float> values(static_cast<size_t>(o.layers) * o.heads, 1.0f);
-  for (int l = spec.layer_begin(); l < end; ++l) {
-    for (int h = 0; h < o.heads; ++h) values[l * o.heads + h] = 0.0f;
+  absl::StatusOr<SweepMask> mask = KeepOnlyMask(
+      o.layers, o.heads, spec.layer_begin(), end, keep,
+      spec.id().empty() ? absl::StrCat("keep-", i) : spec.id(), o.mode);
+  if (!mask.ok()) {
+    return absl::Status(mask.status().code(),
+                        absl::StrCat(field, ": ", mask.status().message()));
   }
-  std::vector<std::string> kept;
-  for (const LayerHead& lh : keep) {
-    values[lh.layer * o.heads + lh.head] = 1.0f;
-    kept.push_back(absl::StrCat("L", lh.layer, "H", lh.head));
-  }
-  ASSIGN_OR_RETURN(HeadMask mask, HeadMask::Dense(o.layers, o.heads,
-                                                  std::move(values), o.mode));
-  SweepMask out{
-      spec.id().empty() ? absl::StrCat("keep-", i) : spec.id(),
-      absl::StrCat("ablate layers ", spec.layer_begin(), "-", end - 1,
-                   " except ", absl::StrJoin(kept, ","), " (",
-                   o.mode == AblationMode::kZero ? "zero" : "uniform", ")"),
-      std::move(mask)};
-  return out;
+  return mask;
 }
 
 }  // namespace
@@ -145,7 +137,7 @@ absl::StatusOr<std::vector<SweepMask>> ExpandMaskSpecs(
         break;
       }
       case v1::MaskSpec::kKeepOnly: {
-        ASSIGN_OR_RETURN(SweepMask m, KeepOnlyMask(spec.keep_only(), i, o));
+        ASSIGN_OR_RETURN(SweepMask m, KeepOnly(spec.keep_only(), i, o));
         out.push_back(std::move(m));
         break;
       }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/core/pair_dataset.h"
+#include "common/pair_dataset.h"
 #include "server/core/tokenizer.h"
 
 namespace bertology {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "server/core/pair_dataset.h"
+#include "common/pair_dataset.h"
 
 namespace bertology {
 

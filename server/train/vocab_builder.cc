@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/core/basic_tokenizer.h"
-#include "server/core/utf8.h"
+#include "common/utf8.h"
 
 namespace bertology {
 

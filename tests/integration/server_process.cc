@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
 
 namespace bertology {
 namespace testing {
@@ -137,10 +138,7 @@ absl::StatusOr<int> ServerProcess::Health() const {
   grpc::health::v1::HealthCheckRequest request;
   grpc::health::v1::HealthCheckResponse response;
   grpc::Status status = stub->Check(&context, request, &response);
-  if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        status.error_message());
-  }
+  if (!status.ok()) return FromGrpcStatus(status);
   return static_cast<int>(response.status());
 }
 

@@ -60,7 +60,7 @@ TEST(ConnectionAgeTest, SweepStreamsOutliveTheConnectionAge) {
   options.max_inflight = 1;
   options.max_attempts = 2;  // cut calls that made progress do not count
   options.initial_backoff = absl::Milliseconds(50);
-  auto run = client::RunSweep(job, executor.get(), options);
+  auto run = client::ScheduleSweep(job, executor.get(), options);
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(CompareWithSingleCall(run->summary, *reference), "");
   EXPECT_EQ(run->shards_total, 1);

@@ -129,7 +129,7 @@ TEST(NginxLoadBalancerTest, EveryReplicaServesAndTheMergeIsExact) {
   o.shard_timeout = absl::Seconds(60);
   o.initial_backoff = absl::Milliseconds(100);  // nginx may still be starting
   o.max_attempts = 8;
-  auto run = client::RunSweep(Job(examples), executor.get(), o);
+  auto run = client::ScheduleSweep(Job(examples), executor.get(), o);
   std::string log;
   std::getline(std::ifstream(prefix + "/error.log"), log, '\0');
   ASSERT_TRUE(run.ok()) << run.status() << "\nnginx error.log:\n" << log;

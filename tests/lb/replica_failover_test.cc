@@ -48,7 +48,7 @@ TEST_F(ReplicaFailoverTest, RoundRobinChannelMergesExactly) {
   ASSERT_TRUE(targets.ok());
   ASSERT_EQ(targets->size(), 1u);
   auto executor = client::NewGrpcShardExecutor(*targets);
-  auto run = client::RunSweep(Job(examples), executor.get(), Options());
+  auto run = client::ScheduleSweep(Job(examples), executor.get(), Options());
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(CompareWithSingleCall(run->summary, *reference), "");
   // round_robin spread the shards over every replica.
@@ -67,14 +67,14 @@ TEST_F(ReplicaFailoverTest, KilledReplicaCostsTimeNotResults) {
   ServerProcess* victim = (*replicas_)[1].get();
   std::atomic<bool> killed{false};
   int total = 0;
-  auto run =
-      client::RunSweep(Job(examples), executor.get(), Options(),
-                       [&](const client::SweepProgressSnapshot& s) {
-                         total = s.shards_total;
-                         if (s.shards_done >= 4 && !killed.exchange(true)) {
-                           victim->Signal(SIGKILL);
-                         }
-                       });
+  auto run = client::ScheduleSweep(
+      Job(examples), executor.get(), Options(),
+      [&](const client::SweepProgressSnapshot& s) {
+        total = s.shards_total;
+        if (s.shards_done >= 4 && !killed.exchange(true)) {
+          victim->Signal(SIGKILL);
+        }
+      });
   ASSERT_TRUE(run.ok()) << run.status();
   ASSERT_TRUE(killed.load());
   EXPECT_FALSE(victim->Running());

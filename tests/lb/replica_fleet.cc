@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/scheduler/mask_plan.h"
+#include "common/grpc_status.h"
 
 namespace bertology {
 namespace testing {
@@ -116,10 +117,7 @@ absl::StatusOr<std::map<std::string, Reference>> SingleCallSweep(
     out[r->mask_id()] = ref;
   }
   grpc::Status s = reader->Finish();
-  if (!s.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                        s.error_message());
-  }
+  if (!s.ok()) return FromGrpcStatus(s);
   return out;
 }
 

@@ -7,8 +7,8 @@
 //   kUniform: p' = m * p + (1 - m) * u        (u: uniform over the row's
 //             real, non-padding tokens; Kovaleva et al. 2019)
 // Masks are plain values: the shared model is never mutated by a request.
-#ifndef BERTOLOGY_CORE_HEAD_MASK_H_
-#define BERTOLOGY_CORE_HEAD_MASK_H_
+#ifndef BERTOLOGY_COMMON_HEAD_MASK_H_
+#define BERTOLOGY_COMMON_HEAD_MASK_H_
 
 #include <string>
 #include <utility>
@@ -78,4 +78,4 @@ class HeadMask {
 
 }  // namespace bertology
 
-#endif  // BERTOLOGY_CORE_HEAD_MASK_H_
+#endif  // BERTOLOGY_COMMON_HEAD_MASK_H_

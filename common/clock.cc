@@ -1,4 +1,8 @@
-#include "server/service/clock.h"
+#include "common/clock.h"
+
+#include <thread>
+
+#include "absl/time/clock.h"
 
 namespace bertology {
 namespace {
@@ -6,6 +10,7 @@ namespace {
 class RealClock : public Clock {
  public:
   absl::Time Now() override { return absl::Now(); }
+  void SleepFor(absl::Duration d) override { absl::SleepFor(d); }
   bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& cond,
                          absl::Time deadline) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
@@ -23,6 +28,23 @@ Clock* Clock::Real() {
 absl::Time SimulatedClock::Now() {
   absl::MutexLock lock(&mu_);
   return now_;
+}
+
+void SimulatedClock::SleepFor(absl::Duration d) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (d > absl::ZeroDuration()) {
+      now_ += d;
+      slept_ += d;
+    }
+  }
+  // Let other threads run, as a real sleep would.
+  std::this_thread::yield();
+}
+
+absl::Duration SimulatedClock::total_slept() {
+  absl::MutexLock lock(&mu_);
+  return slept_;
 }
 
 void SimulatedClock::AdvanceTime(absl::Duration d) {

@@ -1,4 +1,4 @@
-#include "server/service/clock.h"
+#include "common/clock.h"
 
 #include <thread>
 

@@ -1,4 +1,4 @@
-#include "server/core/head_mask.h"
+#include "common/head_mask.h"
 
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "server/service/grpc_status.h"
+#include "common/grpc_status.h"
 
 #include <string>
 
@@ -11,6 +11,12 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   // absl::StatusCode and grpc::StatusCode both follow google.rpc.Code.
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
                       std::string(status.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
 }
 
 std::string GrpcCodeName(grpc::StatusCode code) {

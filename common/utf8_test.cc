@@ -1,4 +1,4 @@
-#include "server/core/utf8.h"
+#include "common/utf8.h"
 
 #include <string>
 

@@ -1,18 +1,21 @@
 // Generators of the head-mask grids that ablation sweeps score: every single
-// head, every whole layer, and random k% subsets with repeats.
+// head, every whole layer, random k% subsets with repeats, and keep-only
+// sets. The one place their ids and spec strings are made: the server
+// expands a request with them and the client's scheduler plans shards with
+// them (this library links no libtorch and no gRPC).
 //
 // All generators are pure and deterministic (RandomMasks in its seed, with
 // the same draws on every platform), so a sweep sharded over replicas can
 // regenerate the same masks anywhere.
-#ifndef BERTOLOGY_CORE_MASK_GENERATORS_H_
-#define BERTOLOGY_CORE_MASK_GENERATORS_H_
+#ifndef BERTOLOGY_COMMON_MASK_GENERATORS_H_
+#define BERTOLOGY_COMMON_MASK_GENERATORS_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/core/head_mask.h"
+#include "common/head_mask.h"
 
 namespace bertology {
 
@@ -42,6 +45,15 @@ absl::StatusOr<std::vector<SweepMask>> RandomMasks(
     int layers, int heads, double fraction, int repeats, uint64_t seed,
     int layer_begin, int layer_end, AblationMode mode);
 
+// Ablates every head of layers [layer_begin, layer_end) except `keep`
+// ("mask all of layers 0-5 but these 5 heads"); id `id`. INVALID_ARGUMENT
+// when the range is empty or outside [0, layers) or a kept head is outside
+// the model.
+absl::StatusOr<SweepMask> KeepOnlyMask(int layers, int heads, int layer_begin,
+                                       int layer_end,
+                                       const std::vector<LayerHead>& keep,
+                                       std::string id, AblationMode mode);
+
 }  // namespace bertology
 
-#endif  // BERTOLOGY_CORE_MASK_GENERATORS_H_
+#endif  // BERTOLOGY_COMMON_MASK_GENERATORS_H_

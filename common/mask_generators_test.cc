@@ -1,4 +1,4 @@
-#include "server/core/mask_generators.h"
+#include "common/mask_generators.h"
 
 #include <set>
 #include <string>

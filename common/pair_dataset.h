@@ -4,8 +4,8 @@
 // abseil and nlohmann-json (no libtorch, no gRPC). Columns are chosen by name
 // (when the file has a header) or by 0-based index; every bad row is an error
 // naming the file and its line.
-#ifndef BERTOLOGY_CORE_PAIR_DATASET_H_
-#define BERTOLOGY_CORE_PAIR_DATASET_H_
+#ifndef BERTOLOGY_COMMON_PAIR_DATASET_H_
+#define BERTOLOGY_COMMON_PAIR_DATASET_H_
 
 #include <string>
 #include <vector>
@@ -44,4 +44,4 @@ absl::StatusOr<std::vector<std::string>> SplitCsvLine(const std::string& line);
 
 }  // namespace bertology
 
-#endif  // BERTOLOGY_CORE_PAIR_DATASET_H_
+#endif  // BERTOLOGY_COMMON_PAIR_DATASET_H_

@@ -1,4 +1,4 @@
-#include "server/core/pair_dataset.h"
+#include "common/pair_dataset.h"
 
 #include <fstream>
 #include <optional>

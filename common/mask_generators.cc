@@ -1,4 +1,4 @@
-#include "server/core/mask_generators.h"
+#include "common/mask_generators.h"
 
 #include <cmath>
 #include <cstdint>
@@ -138,6 +138,41 @@ absl::StatusOr<std::vector<SweepMask>> RandomMasks(
          AblateValid(layers, heads, off, mode)});
   }
   return masks;
+}
+
+absl::StatusOr<SweepMask> KeepOnlyMask(int layers, int heads, int layer_begin,
+                                       int layer_end,
+                                       const std::vector<LayerHead>& keep,
+                                       std::string id, AblationMode mode) {
+  if (layers < 1 || heads < 1 || layer_begin < 0 || layer_end <= layer_begin ||
+      layer_end > layers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "layer_begin=", layer_begin, ", layer_end=", layer_end,
+        " is not a non-empty layer range within [0, ", layers, ")"));
+  }
+  std::vector<float> values(static_cast<size_t>(layers) * heads, 1.0f);
+  for (int l = layer_begin; l < layer_end; ++l) {
+    for (int h = 0; h < heads; ++h) values[l * heads + h] = 0.0f;
+  }
+  std::vector<std::string> kept;
+  for (const LayerHead& lh : keep) {
+    if (lh.layer < 0 || lh.layer >= layers || lh.head < 0 || lh.head >= heads) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kept head L", lh.layer, "H", lh.head,
+                       " is outside the model's ", layers, "x", heads));
+    }
+    values[lh.layer * heads + lh.head] = 1.0f;
+    kept.push_back(absl::StrCat("L", lh.layer, "H", lh.head));
+  }
+  absl::StatusOr<HeadMask> mask =
+      HeadMask::Dense(layers, heads, std::move(values), mode);
+  if (!mask.ok()) return mask.status();
+  return SweepMask{
+      std::move(id),
+      absl::StrCat("ablate layers ", layer_begin, "-", layer_end - 1,
+                   " except ", absl::StrJoin(kept, ","), " (", ModeName(mode),
+                   ")"),
+      *std::move(mask)};
 }
 
 }  // namespace bertology
