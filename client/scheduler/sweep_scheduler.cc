@@ -83,8 +83,10 @@ class ScheduledSweep {
  private:
   // Reads the progress file and the merge_from files; queues the rest.
   absl::Status Plan() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Asks the executor for its channels and starts workers for new ones.
-  void RefreshChannels() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the executor's channel list (asked for without the lock: it may
+  // look names up) and starts workers for channels new to the sweep.
+  void ApplyChannels(const absl::StatusOr<std::vector<int>>& ids)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Worker(int channel);
   // The next shard `channel` may run now, or false with how long to wait.
   bool TakeShard(int channel, Pending* out, absl::Duration* wait)
@@ -279,25 +281,29 @@ void ScheduledSweep::Finished(int channel, Pending p, ShardAttempt attempt) {
 void ScheduledSweep::Worker(int channel) {
   while (true) {
     Pending p;
+    absl::Duration backoff = absl::ZeroDuration();
     {
       absl::MutexLock lock(&mu_);
-      while (true) {
-        if (Done() || !channels_[channel].live) {
-          channels_[channel].workers--;
-          return;
-        }
-        absl::Duration wait;
-        if (TakeShard(channel, &p, &wait)) break;
+      if (Done() || !channels_[channel].live) {
+        channels_[channel].workers--;
+        return;
+      }
+      absl::Duration wait;
+      if (!TakeShard(channel, &p, &wait)) {
         if (wait == absl::InfiniteDuration()) {
           // Nothing queued: wait for an in-flight shard to finish or fail.
           changed_.WaitWithTimeout(&mu_, absl::Milliseconds(50));
           continue;
         }
-        mu_.Unlock();
-        clock_->SleepFor(std::min(wait, absl::Milliseconds(50)));
-        mu_.Lock();
+        backoff = std::min(wait, absl::Milliseconds(50));
+      } else {
+        ++inflight_;
       }
-      ++inflight_;
+    }
+    if (backoff > absl::ZeroDuration()) {
+      // On the injectable clock, so tests skip backoff in no time.
+      clock_->SleepFor(backoff);
+      continue;
     }
     const v1::SweepAblationRequest request = Request(p);
     const int index = p.shard.index;
@@ -318,10 +324,8 @@ void ScheduledSweep::Worker(int channel) {
   }
 }
 
-void ScheduledSweep::RefreshChannels() {
-  mu_.Unlock();  // the executor may look names up: not under the lock
-  absl::StatusOr<std::vector<int>> ids = executor_->Channels();
-  mu_.Lock();
+void ScheduledSweep::ApplyChannels(
+    const absl::StatusOr<std::vector<int>>& ids) {
   const absl::Time now = clock_->Now();
   for (auto& [c, state] : channels_) state.live = false;
   if (ids.ok()) {
@@ -408,33 +412,42 @@ absl::StatusOr<SweepReport> ScheduledSweep::Run() {
                                                    "/", options_.part_count,
                                                    " is not in [0, count)"));
   }
-  absl::MutexLock lock(&mu_);
-  absl::Status planned = Plan();
-  if (!planned.ok()) return planned;
-  Report();
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Status planned = Plan();
+    if (!planned.ok()) return planned;
+    Report();
+  }
   // Supervise: re-read the channels now and then until the work is done.
   absl::Time next_refresh = absl::InfinitePast();
-  while (!Done()) {
+  while (true) {
     if (clock_->Now() >= next_refresh) {
-      RefreshChannels();
+      const absl::StatusOr<std::vector<int>> ids = executor_->Channels();
+      absl::MutexLock lock(&mu_);
+      if (Done()) break;
+      ApplyChannels(ids);
       next_refresh = clock_->Now() + options_.refresh_interval;
       continue;
     }
-    if (no_replicas_since_ != absl::InfiniteFuture()) {
-      // No worker runs: waiting for a replica is all there is to do.
-      mu_.Unlock();
-      clock_->SleepFor(options_.refresh_interval);
-      mu_.Lock();
-      continue;
+    bool no_replica;
+    {
+      absl::MutexLock lock(&mu_);
+      if (Done()) break;
+      no_replica = no_replicas_since_ != absl::InfiniteFuture();
+      if (!no_replica) changed_.WaitWithTimeout(&mu_, absl::Milliseconds(50));
     }
-    changed_.WaitWithTimeout(&mu_, absl::Milliseconds(50));
+    // No worker runs: waiting for a replica is all there is to do.
+    if (no_replica) clock_->SleepFor(options_.refresh_interval);
   }
-  for (auto& [c, state] : channels_) state.live = false;  // workers leave
-  changed_.SignalAll();
-  std::vector<std::thread> workers = std::move(workers_);
-  mu_.Unlock();
+  std::vector<std::thread> workers;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [c, state] : channels_) state.live = false;  // workers leave
+    changed_.SignalAll();
+    workers = std::move(workers_);
+  }
   for (std::thread& t : workers) t.join();
-  mu_.Lock();
+  absl::MutexLock lock(&mu_);
   if (!fatal_.ok()) return fatal_;
   SweepReport run;
   if (options_.part_count <= 1) {

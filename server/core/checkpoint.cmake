@@ -1,7 +1,7 @@
-# Owned by the checkpoint work; defines bertology_checkpoint and its tests.
-# config.json parsing, the safetensors and torch.save (zip) readers, and
-# Checkpoint::Load, which validates an HF model directory. No tokenizer
-# dependency: vocab.txt is only checked for existence and [CLS].
+# bertology_checkpoint: config.json parsing, the safetensors and torch.save
+# (zip) readers, and Checkpoint::Load, which validates an HF model
+# directory. No tokenizer dependency: vocab.txt is only checked for
+# existence and [CLS].
 add_library(bertology_checkpoint STATIC
   bert_config.cc
   safetensors.cc

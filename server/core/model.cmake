@@ -1,7 +1,6 @@
-# Owned by the model work; defines bertology_model and its tests.
-# The torch::nn BERT (bert_layer, bert_model), request-scoped head masks
-# (head_mask), the loaded, thread-safe Model facade (model) and the sizing of
-# libtorch's and OpenBLAS's thread pools (threading).
+# bertology_model: the torch::nn BERT (bert_layer, bert_model), the loaded,
+# thread-safe Model facade (model) and the sizing of libtorch's and
+# OpenBLAS's thread pools (threading).
 add_library(bertology_model STATIC
   bert_layer.cc
   bert_model.cc

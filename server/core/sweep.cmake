@@ -1,5 +1,5 @@
-# Owned by the sweep work; defines bertology_sweep (mask generators and the
-# sweep executor; no gRPC) and its tests.
+# bertology_sweep: the sweep executor (baseline once, masked passes from the
+# cached unmasked prefix, dense per-row-mask batches); no gRPC.
 add_library(bertology_sweep
   sweep.cc
 )

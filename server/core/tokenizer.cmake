@@ -1,5 +1,5 @@
-# Owned by the tokenizer work; defines bertology_tokenizer and its tests.
-# BERT's WordPiece tokenizer with offsets; no libtorch.
+# bertology_tokenizer: BERT's vocab and WordPiece tokenizer with offsets;
+# no libtorch.
 add_library(bertology_tokenizer STATIC
   vocab.cc
   basic_tokenizer.cc

@@ -1,7 +1,6 @@
-# Owned by the batcher work; included from server/CMakeLists.txt
-# (include(service/service.cmake)). Paths are relative to this file so the
-# includer's directory does not matter.
-#   bertology_batcher  injectable clock + dynamic batching of Classify rows
+# bertology_batcher: dynamic batching of Classify rows over a Model, on the
+# injectable clock (common/clock.h). Included from server/CMakeLists.txt;
+# paths are relative to this file.
 add_library(bertology_batcher
   ${CMAKE_CURRENT_LIST_DIR}/batcher.cc
 )
