@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -146,9 +147,8 @@ int ReplicasNow(const ChannelTarget& t) {
   return found.ok() ? static_cast<int>(found->size()) : 1;
 }
 
-}  // namespace
-
-int RunSweep(const Argv& argv) {
+// The sweep's flags: connection, dataset, mask spec and these.
+std::vector<FlagSpec> SweepFlags() {
   std::vector<FlagSpec> flags = ConnectionFlags();
   for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
   for (FlagSpec& f : SweepSpecFlags()) flags.push_back(f);
@@ -196,16 +196,41 @@ int RunSweep(const Argv& argv) {
       {"quiet", false, "no progress output"},
   };
   flags.insert(flags.end(), more.begin(), more.end());
-  Args args;
-  int exit = 0;
-  if (!ParseCommandArgs("sweep", kUsage, flags, argv, &args, &exit)) {
-    return exit;
-  }
-  auto specs = ParseSweepSpecs(args);
-  if (!specs.ok()) return Fail("sweep", kExitUsage, specs.status());
-  auto mode = ParseMode(args);
-  if (!mode.ok()) return Fail("sweep", kExitUsage, mode.status());
+  return flags;
+}
+
+// A setup step's failure and the exit code it maps to.
+struct StepError {
+  ExitCode code;
+  absl::Status status;
+};
+
+// Everything the run needs, filled in two steps: the flags, then the plan.
+struct SweepSetup {
+  // From the flags (ParseSchedulerFlags).
+  std::vector<v1::MaskSpec> specs;
+  v1::AblationMode mode = v1::ABLATION_MODE_ZERO;
+  std::vector<ChannelTarget> targets;
   SchedulerOptions options;
+  int masks_per_shard = 0;     // 0: from the replicas seen
+  int examples_per_shard = 0;  // 0: all, within the server's limit
+  int batch_rows = 0;
+  absl::Duration resolve_interval;
+  absl::Duration linger;
+  // From the server and the dataset (PlanJob).
+  ModelAndLimits info;
+  MaskPlanOptions plan;
+  SweepJob job;
+};
+
+std::optional<StepError> ParseSchedulerFlags(const Args& args,
+                                             SweepSetup* setup) {
+  auto specs = ParseSweepSpecs(args);
+  if (!specs.ok()) return StepError{kExitUsage, specs.status()};
+  setup->specs = *std::move(specs);
+  auto mode = ParseMode(args);
+  if (!mode.ok()) return StepError{kExitUsage, mode.status()};
+  setup->mode = *mode;
   auto inflight = args.GetInt("max-inflight", 2);
   auto timeout = args.GetDouble("shard-timeout", 600);
   auto attempts = args.GetInt("retries", 6);
@@ -213,136 +238,118 @@ int RunSweep(const Argv& argv) {
   auto examples_per_shard = args.GetInt("examples-per-shard", 0);
   auto rows = args.GetInt("batch-rows", 0);
   auto resolve_interval = args.GetDouble("resolve-interval", 10);
+  auto linger = args.GetDouble("metrics-linger", 0);
   for (const absl::Status& s :
        {inflight.status(), timeout.status(), attempts.status(),
         masks_per_shard.status(), examples_per_shard.status(), rows.status(),
-        resolve_interval.status()}) {
-    if (!s.ok()) return Fail("sweep", kExitUsage, s);
+        resolve_interval.status(), linger.status()}) {
+    if (!s.ok()) return StepError{kExitUsage, s};
   }
-  auto linger_flag = args.GetDouble("metrics-linger", 0);
-  if (!linger_flag.ok()) return Fail("sweep", kExitUsage, linger_flag.status());
-  const double linger = *linger_flag;
-  absl::Status parts = PartOptions(args, *masks_per_shard, &options);
-  if (!parts.ok()) return Fail("sweep", kExitUsage, parts);
-  const std::string target = args.Get("target", kDefaultTarget);
-  TargetOptions target_options;
-  target_options.round_robin_list = args.Has("round-robin");
-  auto targets = ParseTargets(target, target_options);
-  if (!targets.ok()) return Fail("sweep", kExitUsage, targets.status());
-
-  // Model shape and labels from the first target.
-  auto channel = MakeChannel(targets->front().uri);
-  if (!channel.ok()) return Fail("sweep", kExitUsage, channel.status());
-  auto stub = v1::Bertology::NewStub(*channel);
-  auto info = FetchModelInfo(stub.get(), args);
-  if (!info.ok()) return Fail("sweep", kExitRpc, info.status());
-  const std::vector<std::string> labels(info->model.label_names().begin(),
-                                        info->model.label_names().end());
-  auto data = LoadLabeledData(args, labels, /*require_labels=*/true);
-  if (!data.ok()) return Fail("sweep", kExitData, data.status());
-  MaskPlanOptions plan_options;
-  plan_options.layers = info->model.num_layers();
-  plan_options.heads = info->model.num_heads();
-  plan_options.mode = *mode;
-  auto masks = PlanMasks(*specs, plan_options);
-  if (!masks.ok()) return Fail("sweep", kExitUsage, masks.status());
-
-  SweepJob job;
-  job.model = args.Get("model");
-  job.mode = *mode;
-  job.max_batch_rows = *rows;
-  job.examples = std::move(data->examples);
-  job.masks = *std::move(masks);
-  const int num_masks = static_cast<int>(job.masks.size());
-  const int num_examples = static_cast<int>(job.examples.size());
-  int slots = 0;
-  for (const ChannelTarget& t : *targets) {
-    slots += *inflight * ReplicasNow(t);
-  }
+  SchedulerOptions& options = setup->options;
   options.max_inflight = *inflight;
   options.shard_timeout = absl::Seconds(*timeout);
   options.max_attempts = std::max(1, *attempts);
   options.progress_file = args.Get("progress-file");
-  const int example_limit = info->limits.max_examples_per_sweep() > 0
-                                ? info->limits.max_examples_per_sweep()
-                                : num_examples;
-  options.sharding.examples_per_shard =
-      std::min(*examples_per_shard > 0 ? *examples_per_shard : num_examples,
-               example_limit);
-  options.sharding.masks_per_shard =
-      *masks_per_shard > 0 ? *masks_per_shard
-                           : std::max(1, num_masks / std::max(1, slots * 4));
-  const int mask_limit = info->limits.max_masks_per_sweep();
-  if (mask_limit > 0) {
-    options.sharding.masks_per_shard =
-        std::min(options.sharding.masks_per_shard, mask_limit);
-  }
+  absl::Status parts = PartOptions(args, *masks_per_shard, &options);
+  if (!parts.ok()) return StepError{kExitUsage, parts};
+  setup->masks_per_shard = *masks_per_shard;
+  setup->examples_per_shard = *examples_per_shard;
+  setup->batch_rows = *rows;
+  setup->resolve_interval = absl::Seconds(*resolve_interval);
+  setup->linger = absl::Seconds(*linger);
+  TargetOptions target_options;
+  target_options.round_robin_list = args.Has("round-robin");
+  auto targets =
+      ParseTargets(args.Get("target", kDefaultTarget), target_options);
+  if (!targets.ok()) return StepError{kExitUsage, targets.status()};
+  setup->targets = *std::move(targets);
+  return std::nullopt;
+}
 
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  ProgressBar bar(stderr, tty);
-  absl::StatusOr<std::unique_ptr<SweepMetricsExporter>> exporter =
-      StartExporter(args, job, options);
-  if (!exporter.ok()) return Fail("sweep", kExitUsage, exporter.status());
-  const bool quiet = args.Has("quiet");
-  SweepProgressFn on_progress = [&bar, &exporter,
-                                 quiet](const SweepProgressSnapshot& s) {
-    if (!quiet) bar.Update(s);
-    if (*exporter != nullptr) (*exporter)->Update(s);
-  };
-  GrpcExecutorOptions executor_options;
-  executor_options.resolve_interval = absl::Seconds(*resolve_interval);
-  auto executor = NewGrpcShardExecutor(*targets, executor_options);
-  absl::StatusOr<SweepReport> run =
-      ScheduleSweep(job, executor.get(), options, on_progress);
-  bar.Done();
-  if (*exporter != nullptr && linger > 0) {
-    // A job pod that exits at once takes its last values with it; give
-    // Prometheus a scrape interval to read them.
-    absl::SleepFor(absl::Seconds(linger));
+// The model's shape and labels (from the first target), the dataset, the
+// planned masks, and the shard size.
+std::optional<StepError> PlanJob(const Args& args, SweepSetup* setup) {
+  auto channel = MakeChannel(setup->targets.front().uri);
+  if (!channel.ok()) return StepError{kExitUsage, channel.status()};
+  auto stub = v1::Bertology::NewStub(*channel);
+  auto info = FetchModelInfo(stub.get(), args);
+  if (!info.ok()) return StepError{kExitRpc, info.status()};
+  setup->info = *std::move(info);
+  const v1::ModelInfo& model = setup->info.model;
+  const std::vector<std::string> labels(model.label_names().begin(),
+                                        model.label_names().end());
+  auto data = LoadLabeledData(args, labels, /*require_labels=*/true);
+  if (!data.ok()) return StepError{kExitData, data.status()};
+  setup->plan.layers = model.num_layers();
+  setup->plan.heads = model.num_heads();
+  setup->plan.mode = setup->mode;
+  auto masks = PlanMasks(setup->specs, setup->plan);
+  if (!masks.ok()) return StepError{kExitUsage, masks.status()};
+
+  SweepJob& job = setup->job;
+  job.model = args.Get("model");
+  job.mode = setup->mode;
+  job.max_batch_rows = setup->batch_rows;
+  job.examples = std::move(data->examples);
+  job.masks = *std::move(masks);
+  const int num_masks = static_cast<int>(job.masks.size());
+  const int num_examples = static_cast<int>(job.examples.size());
+  const v1::ServerLimits& limits = setup->info.limits;
+  const int example_limit = limits.max_examples_per_sweep() > 0
+                                ? limits.max_examples_per_sweep()
+                                : num_examples;
+  ShardingOptions& sharding = setup->options.sharding;
+  sharding.examples_per_shard = std::min(
+      setup->examples_per_shard > 0 ? setup->examples_per_shard : num_examples,
+      example_limit);
+  // By default about 4 shards per in-flight slot of the replicas seen now.
+  int slots = 0;
+  for (const ChannelTarget& t : setup->targets) {
+    slots += setup->options.max_inflight * ReplicasNow(t);
   }
-  if (!run.ok()) {
-    return Fail("sweep",
-                absl::IsFailedPrecondition(run.status()) &&
-                        !options.progress_file.empty() &&
-                        run.status().message().find(options.progress_file) !=
-                            std::string::npos
-                    ? kExitData
-                    : kExitRpc,
-                run.status());
+  sharding.masks_per_shard =
+      setup->masks_per_shard > 0
+          ? setup->masks_per_shard
+          : std::max(1, num_masks / std::max(1, slots * 4));
+  if (limits.max_masks_per_sweep() > 0) {
+    sharding.masks_per_shard =
+        std::min(sharding.masks_per_shard, limits.max_masks_per_sweep());
   }
-  if (!args.Has("quiet")) {
-    std::fprintf(stderr,
-                 "sweep: %d masks x %d examples in %d shards (%d resumed), "
-                 "%d retries, %d mask results kept from cut calls\n",
-                 num_masks, num_examples, run->shards_total,
-                 run->shards_resumed, run->retries, run->masks_resumed);
-    for (const ChannelStats& c : run->channels) {
-      std::fprintf(stderr, "  %s: %d shards, %d failures\n", c.name.c_str(),
-                   c.shards_ok, c.failures);
-    }
+  return std::nullopt;
+}
+
+// Shards, retries and what each replica served, on stderr.
+void PrintRunSummary(const SweepSetup& setup, const SweepReport& run) {
+  std::fprintf(stderr,
+               "sweep: %zu masks x %zu examples in %d shards (%d resumed), "
+               "%d retries, %d mask results kept from cut calls\n",
+               setup.job.masks.size(), setup.job.examples.size(),
+               run.shards_total, run.shards_resumed, run.retries,
+               run.masks_resumed);
+  for (const ChannelStats& c : run.channels) {
+    std::fprintf(stderr, "  %s: %d shards, %d failures\n", c.name.c_str(),
+                 c.shards_ok, c.failures);
   }
-  if (!run->complete) {
-    std::printf(
-        "part %d/%d: %d shards done (%d resumed) in %s; merge the parts with "
-        "--merge-from\n",
-        options.part_index, options.part_count, run->shards_total,
-        run->shards_resumed, options.progress_file.c_str());
-    return kExitOk;
-  }
+}
+
+// --out-csv, --out-json, --out-dir and the summary table (the CSV on
+// stdout when no file is asked for).
+int WriteResults(const Args& args, const SweepSetup& setup,
+                 const SweepReport& run) {
   const std::string mode_name =
-      *mode == v1::ABLATION_MODE_UNIFORM ? "uniform" : "zero";
+      setup.mode == v1::ABLATION_MODE_UNIFORM ? "uniform" : "zero";
+  const std::string& model = setup.info.model.name();
   if (args.Has("out-csv")) {
-    absl::Status s = WriteFile(args.Get("out-csv"), SweepCsv(run->summary));
+    absl::Status s = WriteFile(args.Get("out-csv"), SweepCsv(run.summary));
     if (!s.ok()) return Fail("sweep", kExitData, s);
   }
   if (args.Has("out-json")) {
-    absl::Status s = WriteFile(args.Get("out-json"),
-                               SweepJson(*run, info->model.name(), mode_name));
+    absl::Status s =
+        WriteFile(args.Get("out-json"), SweepJson(run, model, mode_name));
     if (!s.ok()) return Fail("sweep", kExitData, s);
   }
   const render::SweepResults results =
-      ToSweepResults(run->summary, info->model.name(), plan_options.layers,
-                     plan_options.heads);
+      ToSweepResults(run.summary, model, setup.plan.layers, setup.plan.heads);
   std::vector<std::string> written;
   if (args.Has("out-dir")) {
     absl::Status s = WriteOutDir(results, args.Get("out-dir"), &written);
@@ -352,7 +359,7 @@ int RunSweep(const Argv& argv) {
   // so `bertology sweep ... > results.csv` stays a clean CSV.
   const bool csv_on_stdout =
       !args.Has("out-csv") && !args.Has("out-json") && !args.Has("out-dir");
-  if (csv_on_stdout) std::fputs(SweepCsv(run->summary).c_str(), stdout);
+  if (csv_on_stdout) std::fputs(SweepCsv(run.summary).c_str(), stdout);
   if (!csv_on_stdout || !args.Has("quiet")) {
     std::string table = SweepSummaryTable(results, mode_name);
     if (!written.empty()) absl::StrAppend(&table, "\nWrote:\n");
@@ -362,6 +369,62 @@ int RunSweep(const Argv& argv) {
     std::fputs(table.c_str(), csv_on_stdout ? stderr : stdout);
   }
   return kExitOk;
+}
+
+}  // namespace
+
+int RunSweep(const Argv& argv) {
+  Args args;
+  int exit = 0;
+  if (!ParseCommandArgs("sweep", kUsage, SweepFlags(), argv, &args, &exit)) {
+    return exit;
+  }
+  SweepSetup setup;
+  if (std::optional<StepError> e = ParseSchedulerFlags(args, &setup)) {
+    return Fail("sweep", e->code, e->status);
+  }
+  if (std::optional<StepError> e = PlanJob(args, &setup)) {
+    return Fail("sweep", e->code, e->status);
+  }
+  absl::StatusOr<std::unique_ptr<SweepMetricsExporter>> exporter =
+      StartExporter(args, setup.job, setup.options);
+  if (!exporter.ok()) return Fail("sweep", kExitUsage, exporter.status());
+  ProgressBar bar(stderr, isatty(STDERR_FILENO) != 0);
+  const bool quiet = args.Has("quiet");
+  SweepProgressFn on_progress = [&bar, &exporter,
+                                 quiet](const SweepProgressSnapshot& s) {
+    if (!quiet) bar.Update(s);
+    if (*exporter != nullptr) (*exporter)->Update(s);
+  };
+  GrpcExecutorOptions executor_options;
+  executor_options.resolve_interval = setup.resolve_interval;
+  auto executor = NewGrpcShardExecutor(setup.targets, executor_options);
+  absl::StatusOr<SweepReport> run =
+      ScheduleSweep(setup.job, executor.get(), setup.options, on_progress);
+  bar.Done();
+  if (*exporter != nullptr && setup.linger > absl::ZeroDuration()) {
+    // A job pod that exits at once takes its last values with it; give
+    // Prometheus a scrape interval to read them.
+    absl::SleepFor(setup.linger);
+  }
+  if (!run.ok()) {
+    const std::string& progress = setup.options.progress_file;
+    const bool progress_file_fault =
+        absl::IsFailedPrecondition(run.status()) && !progress.empty() &&
+        run.status().message().find(progress) != std::string::npos;
+    return Fail("sweep", progress_file_fault ? kExitData : kExitRpc,
+                run.status());
+  }
+  if (!quiet) PrintRunSummary(setup, *run);
+  if (!run->complete) {
+    std::printf(
+        "part %d/%d: %d shards done (%d resumed) in %s; merge the parts with "
+        "--merge-from\n",
+        setup.options.part_index, setup.options.part_count, run->shards_total,
+        run->shards_resumed, setup.options.progress_file.c_str());
+    return kExitOk;
+  }
+  return WriteResults(args, setup, *run);
 }
 
 }  // namespace client

@@ -68,34 +68,6 @@ json ToJson(const MaskOutcome& r) {
           {"mean_loss_delta", Number(r.mean_loss_delta)}};
 }
 
-double ReadNumber(const json& j, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    return std::numeric_limits<double>::quiet_NaN();
-  }
-  return it->get<double>();
-}
-
-MaskOutcome FromJson(const json& j) {
-  MaskOutcome r;
-  r.mask_index = j.value("mask_index", 0);
-  r.mask_id = j.value("mask_id", "");
-  r.spec = j.value("spec", "");
-  if (j.contains("ablated")) {
-    for (const json& h : j.at("ablated")) {
-      r.ablated.push_back({h.at(0).get<int>(), h.at(1).get<int>()});
-    }
-  }
-  r.examples = j.value("examples", int64_t{0});
-  r.correct = j.value("correct", int64_t{0});
-  r.loss_sum = ReadNumber(j, "loss_sum");
-  r.accuracy = ReadNumber(j, "accuracy");
-  r.accuracy_delta = ReadNumber(j, "accuracy_delta");
-  r.relative_change_percent = ReadNumber(j, "relative_change_percent");
-  r.mean_loss_delta = ReadNumber(j, "mean_loss_delta");
-  return r;
-}
-
 }  // namespace
 
 std::string SweepResultsCsv(const SweepResults& sweep) {
@@ -123,24 +95,6 @@ std::string SweepResultsJson(const SweepResults& sweep) {
                     {"results", results}};
   // Replace invalid UTF-8 (from a server's spec string) instead of throwing.
   return doc.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
-}
-
-absl::StatusOr<SweepResults> ParseSweepResultsJson(const std::string& text) {
-  try {
-    const json doc = json::parse(text);
-    SweepResults sweep;
-    sweep.model = doc.value("model", "");
-    sweep.num_layers = doc.at("num_layers").get<int>();
-    sweep.num_heads = doc.at("num_heads").get<int>();
-    if (doc.contains("baseline")) sweep.baseline = FromJson(doc["baseline"]);
-    for (const json& r : doc.at("results")) {
-      sweep.results.push_back(FromJson(r));
-    }
-    return sweep;
-  } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad sweep results JSON: ", e.what()));
-  }
 }
 
 absl::Status WriteSweepReport(const SweepResults& sweep, const std::string& dir,

@@ -26,9 +26,6 @@ std::string SweepResultsCsv(const SweepResults& sweep);
 // "ablated": [[layer, head], ...]. NaN/inf become null.
 std::string SweepResultsJson(const SweepResults& sweep);
 
-// The inverse of SweepResultsJson (null numbers read back as NaN).
-absl::StatusOr<SweepResults> ParseSweepResultsJson(const std::string& json);
-
 // Writes `<dir>/<stem>.csv` and `<dir>/<stem>.json` (dir created if missing)
 // and appends the paths to `written` when non-null.
 absl::Status WriteSweepReport(const SweepResults& sweep, const std::string& dir,

@@ -58,29 +58,21 @@ TEST(SweepResultsCsv, HeaderBaselineFirstSortedAndQuoted) {
   EXPECT_LT(csv.find("\n0,head"), csv.find("\n1,\"keep"));
 }
 
-TEST(SweepResultsJson, RoundTripsWithNaNAsNull) {
+TEST(SweepResultsJson, WritesNaNAsNullAndExactNumbers) {
   const SweepResults s = Example();
   const std::string json = SweepResultsJson(s);
   const auto doc = nlohmann::json::parse(json);
   EXPECT_TRUE(doc["results"][0]["mean_loss_delta"].is_null());
   EXPECT_EQ(doc["results"][0]["ablated"],
             nlohmann::json::parse("[[0,1],[1,0]]"));
-  auto back = ParseSweepResultsJson(json);
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->num_layers, 2);
-  EXPECT_EQ(back->model, "m");
-  ASSERT_EQ(back->results.size(), 2u);
-  EXPECT_EQ(back->results[0].mask_id, s.results[0].mask_id);
-  EXPECT_EQ(back->results[0].spec, "line\nbreak");
-  EXPECT_TRUE(std::isnan(back->results[0].mean_loss_delta));
-  EXPECT_EQ(back->results[1].accuracy, 0.1 + 0.2);  // exact round trip
-  EXPECT_EQ(back->baseline.correct, 2);
-  EXPECT_EQ(SweepResultsCsv(*back), SweepResultsCsv(s));
-}
-
-TEST(ParseSweepResultsJson, RejectsBadInput) {
-  EXPECT_FALSE(ParseSweepResultsJson("{").ok());
-  EXPECT_FALSE(ParseSweepResultsJson("{\"num_layers\": 2}").ok());
+  EXPECT_EQ(doc["num_layers"], 2);
+  EXPECT_EQ(doc["model"], "m");
+  ASSERT_EQ(doc["results"].size(), 2u);
+  EXPECT_EQ(doc["results"][0]["mask_id"], s.results[0].mask_id);
+  EXPECT_EQ(doc["results"][0]["spec"], "line\nbreak");
+  // Doubles are written so that they read back exactly.
+  EXPECT_EQ(doc["results"][1]["accuracy"].get<double>(), 0.1 + 0.2);
+  EXPECT_EQ(doc["baseline"]["correct"], 2);
 }
 
 TEST(WriteSweepReport, WritesCsvAndJson) {

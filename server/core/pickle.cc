@@ -24,13 +24,6 @@ PickleValue PickleValue::String(std::string v) {
   return p;
 }
 
-PickleValue PickleValue::Tuple(std::vector<PickleValue> v) {
-  PickleValue p;
-  p.kind = Kind::kTuple;
-  p.items = std::make_shared<std::vector<PickleValue>>(std::move(v));
-  return p;
-}
-
 PickleValue PickleValue::Global(std::string qualified_name) {
   PickleValue p;
   p.kind = Kind::kGlobal;

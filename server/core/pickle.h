@@ -52,7 +52,6 @@ struct PickleValue {
   static PickleValue None() { return {}; }
   static PickleValue Int(int64_t v);
   static PickleValue String(std::string v);
-  static PickleValue Tuple(std::vector<PickleValue> v);
   static PickleValue Global(std::string qualified_name);
 
   bool is(Kind k) const { return kind == k; }
