@@ -139,6 +139,10 @@ class Machine {
   absl::Status SetItems(std::vector<PickleValue> kv);
   absl::Status Appends(std::vector<PickleValue> v);
   absl::Status Step(unsigned char op, bool* stop);
+  absl::Status ScalarOp(unsigned char op, bool* known);
+  absl::Status ContainerOp(unsigned char op, bool* known);
+  absl::Status MemoOp(unsigned char op, bool* known);
+  absl::Status ObjectOp(unsigned char op, bool* known);
 
   std::string_view data_;
   const PickleHooks& hooks_;
@@ -186,39 +190,44 @@ absl::StatusOr<PickleValue> Machine::Run() {
   return std::move(stack_.back());
 }
 
-absl::Status Machine::Step(unsigned char op, bool* stop) {
-  using K = PickleValue::Kind;
-  absl::Status st;
-  uint64_t n = 0;
-  std::string_view bytes;
-  std::vector<PickleValue> items;
-  PickleValue a, b;
-  auto push_container = [&](K kind) {
-    PickleValue v;
-    v.kind = kind;
-    if (kind == K::kDict) {
-      v.dict =
-          std::make_shared<std::vector<std::pair<PickleValue, PickleValue>>>();
-    } else {
-      v.items = std::make_shared<std::vector<PickleValue>>(std::move(items));
-    }
-    stack_.push_back(std::move(v));
-  };
+// Each opcode family in its own function; `known` is false when `op` is
+// not of that family.
 #define PICKLE_TRY(expr) \
-  if (st = (expr); !st.ok()) return st
+  if (absl::Status st = (expr); !st.ok()) return st
+
+absl::Status Machine::Step(unsigned char op, bool* stop) {
+  uint64_t n = 0;
   switch (op) {
     case 0x80:
-      PICKLE_TRY(TakeUint(1, &n));
-      break;  // PROTO
+      return TakeUint(1, &n);  // PROTO
     case 0x95:
-      PICKLE_TRY(TakeUint(8, &n));
-      break;  // FRAME (ignored)
+      return TakeUint(8, &n);  // FRAME (ignored)
     case '.':
-      *stop = true;
-      break;  // STOP
+      *stop = true;  // STOP
+      return absl::OkStatus();
     case '(':
-      marks_.push_back(stack_.size());
-      break;  // MARK
+      marks_.push_back(stack_.size());  // MARK
+      return absl::OkStatus();
+    default:
+      break;
+  }
+  bool known = true;
+  for (auto family : {&Machine::ScalarOp, &Machine::ContainerOp,
+                      &Machine::MemoOp, &Machine::ObjectOp}) {
+    absl::Status st = (this->*family)(op, &known);
+    if (known) return st;
+    known = true;
+  }
+  return Error(absl::StrCat("unsupported pickle opcode 0x",
+                            absl::Hex(op, absl::kZeroPad2)));
+}
+
+// None, booleans, integers, floats and strings.
+absl::Status Machine::ScalarOp(unsigned char op, bool* known) {
+  using K = PickleValue::Kind;
+  uint64_t n = 0;
+  std::string_view bytes;
+  switch (op) {
     case 'N':
       stack_.push_back(PickleValue::None());
       break;
@@ -275,6 +284,29 @@ absl::Status Machine::Step(unsigned char op, bool* stop) {
       PICKLE_TRY(Take(n, &bytes));
       stack_.push_back(PickleValue::String(std::string(bytes)));
       break;
+    default:
+      *known = false;
+  }
+  return absl::OkStatus();
+}
+
+// Tuples, lists and dicts, and what fills them.
+absl::Status Machine::ContainerOp(unsigned char op, bool* known) {
+  using K = PickleValue::Kind;
+  std::vector<PickleValue> items;
+  PickleValue a, b;
+  auto push_container = [&](K kind) {
+    PickleValue v;
+    v.kind = kind;
+    if (kind == K::kDict) {
+      v.dict =
+          std::make_shared<std::vector<std::pair<PickleValue, PickleValue>>>();
+    } else {
+      v.items = std::make_shared<std::vector<PickleValue>>(std::move(items));
+    }
+    stack_.push_back(std::move(v));
+  };
+  switch (op) {
     case '}':
       push_container(K::kDict);
       break;  // EMPTY_DICT
@@ -326,6 +358,18 @@ absl::Status Machine::Step(unsigned char op, bool* stop) {
       PICKLE_TRY(PopMark(&items));
       PICKLE_TRY(Appends(std::move(items)));
       break;
+    default:
+      *known = false;
+  }
+  return absl::OkStatus();
+}
+
+// The memo and plain stack manipulation.
+absl::Status Machine::MemoOp(unsigned char op, bool* known) {
+  uint64_t n = 0;
+  std::vector<PickleValue> items;
+  PickleValue a;
+  switch (op) {
     case 'q':
       PICKLE_TRY(TakeUint(1, &n));
       PICKLE_TRY(Memoize(n));
@@ -357,6 +401,17 @@ absl::Status Machine::Step(unsigned char op, bool* stop) {
       stack_.push_back(*top);
       break;
     }
+    default:
+      *known = false;
+  }
+  return absl::OkStatus();
+}
+
+// Globals, persistent ids (torch storages) and object construction.
+absl::Status Machine::ObjectOp(unsigned char op, bool* known) {
+  using K = PickleValue::Kind;
+  PickleValue a, b;
+  switch (op) {
     case 'c': {  // GLOBAL "module\nname\n"
       std::string module, name;
       PICKLE_TRY(TakeLine(&module));
@@ -398,12 +453,11 @@ absl::Status Machine::Step(unsigned char op, bool* stop) {
       break;
     }
     default:
-      return Error(absl::StrCat("unsupported pickle opcode 0x",
-                                absl::Hex(op, absl::kZeroPad2)));
+      *known = false;
   }
-#undef PICKLE_TRY
   return absl::OkStatus();
 }
+#undef PICKLE_TRY
 
 }  // namespace
 
