@@ -35,6 +35,47 @@ std::vector<bool> LayerBits(const std::vector<int>& layers, int size) {
   return bits;
 }
 
+// The rows' head masks as tensors for one pass.
+struct BatchHeadMask {
+  // [B, L, H] on the device in the compute dtype (nullptr rows all 1);
+  // undefined when no row masks any head.
+  torch::Tensor values;
+  std::vector<bool> masked_layers;      // [L]: some row masks some head there
+  std::vector<AblationMode> row_modes;  // [B]: kZero for rows without a mask
+};
+
+// Which layers are masked comes from HeadMask::AffectedHeads on the host, so
+// the pass never reads a tensor back to learn it.
+BatchHeadMask MakeBatchHeadMask(const std::vector<const HeadMask*>& masks,
+                                int64_t rows, int layers, int heads,
+                                const torch::Device& device,
+                                torch::ScalarType dtype) {
+  BatchHeadMask out;
+  out.masked_layers.assign(layers, false);
+  out.row_modes.assign(rows, AblationMode::kZero);
+  bool any = false;
+  for (const HeadMask* m : masks) {
+    if (m == nullptr) continue;
+    TORCH_CHECK(m->layers() == layers && m->heads() == heads,
+                "head mask of shape ", m->layers(), "x", m->heads(),
+                " for a model of ", layers, "x", heads);
+    for (const LayerHead& lh : m->AffectedHeads()) {
+      out.masked_layers[lh.layer] = any = true;
+    }
+  }
+  if (!any) return out;  // no mask at all: the probabilities stay untouched
+  torch::Tensor values = torch::ones({rows, layers, heads}, torch::kFloat);
+  float* v = values.data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    if (masks[r] == nullptr) continue;
+    std::copy(masks[r]->values().begin(), masks[r]->values().end(),
+              v + r * layers * heads);
+    out.row_modes[r] = masks[r]->mode();
+  }
+  out.values = values.to(device, dtype);
+  return out;
+}
+
 std::string ShapeString(const torch::Tensor& t) {
   return absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]");
 }
@@ -128,33 +169,10 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
   AttentionContext context;
   torch::Tensor mask = attention_mask.to(dtype).view({b, 1, 1, t});
   context.extended_mask = (1 - mask) * LowestValue(dtype);
-  // [B, L, H] mask values, defined only when some row masks some head;
-  // masked_layers: the layers where any row does.
-  torch::Tensor head_mask;
-  std::vector<bool> masked_layers(num_layers_, false);
-  for (const HeadMask* m : masks) {
-    if (m == nullptr) continue;
-    TORCH_CHECK(m->layers() == num_layers_ && m->heads() == num_heads_,
-                "head mask of shape ", m->layers(), "x", m->heads(),
-                " for a model of ", num_layers_, "x", num_heads_);
-    for (const LayerHead& lh : m->AffectedHeads()) {
-      masked_layers[lh.layer] = true;
-    }
-  }
-  if (std::find(masked_layers.begin(), masked_layers.end(), true) !=
-      masked_layers.end()) {
-    torch::Tensor values =
-        torch::ones({b, num_layers_, num_heads_}, torch::kFloat);
-    float* v = values.data_ptr<float>();
-    std::vector<AblationMode> row_modes(b, AblationMode::kZero);
-    for (int64_t r = 0; r < b; ++r) {
-      if (masks[r] == nullptr) continue;
-      std::copy(masks[r]->values().begin(), masks[r]->values().end(),
-                v + r * num_layers_ * num_heads_);
-      row_modes[r] = masks[r]->mode();
-    }
-    head_mask = values.to(input_ids.device(), dtype);
-    context.fills = MakeAblationFills(row_modes, mask);
+  const BatchHeadMask head_mask = MakeBatchHeadMask(
+      masks, b, num_layers_, num_heads_, input_ids.device(), dtype);
+  if (head_mask.values.defined()) {
+    context.fills = MakeAblationFills(head_mask.row_modes, mask);
   }
 
   BertRunOutput out;
@@ -172,7 +190,9 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
   for (int l = options.start_layer; l < num_layers_; ++l) {
     capture(l, hidden);
     LayerMask layer_mask;
-    if (masked_layers[l]) layer_mask.values = head_mask.select(1, l);  // [B, H]
+    if (head_mask.masked_layers[l]) {
+      layer_mask.values = head_mask.values.select(1, l);  // [B, H]
+    }
     const bool want_probs = want_attention[l];
     const bool cls_only = l == num_layers_ - 1 && options.cls_only_last_layer &&
                           options.compute_logits && !want_probs &&
