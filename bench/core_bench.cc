@@ -23,6 +23,7 @@
 #include "server/core/bert_config.h"
 #include "common/mask_generators.h"
 #include "server/core/model.h"
+#include "server/core/model_tensors.h"
 #include "server/core/sweep.h"
 #include "server/core/threading.h"
 
@@ -94,9 +95,9 @@ absl::StatusOr<std::vector<int>> NaiveSweep(
       if (!input.ok()) return input.status();
       ForwardOptions options;
       options.cls_only_last_layer = false;  // HF runs every row of it
-      Model::FillMaskTensors(
-          std::vector<const HeadMask*>(encodings.size(), masks[m]), &options);
-      auto out = model.Forward(*input, options);
+      auto out = model.ForwardTensors(
+          *input, std::vector<const HeadMask*>(encodings.size(), masks[m]),
+          options);
       if (!out.ok()) return out.status();
       for (size_t i = b; i < end; ++i) {
         correct[m] += Argmax(out->logits, i - b) == examples[i].label;
@@ -260,14 +261,14 @@ absl::StatusOr<json> EncoderBench(const Model& model) {
   // The FLOP count below is every layer over every row.
   options.cls_only_last_layer = false;
   for (int i = 0; i < 2; ++i) {
-    if (auto out = model.Forward(input, options); !out.ok()) {
+    if (auto out = model.ForwardTensors(input, {}, options); !out.ok()) {
       return out.status();
     }
   }
   std::vector<double> times;
   for (int r = 0; r < reps; ++r) {
     const double t0 = Now();
-    if (auto out = model.Forward(input, options); !out.ok()) {
+    if (auto out = model.ForwardTensors(input, {}, options); !out.ok()) {
       return out.status();
     }
     times.push_back(Now() - t0);

@@ -7,6 +7,13 @@
 //   kUniform: p' = m * p + (1 - m) * u        (u: uniform over the row's
 //             real, non-padding tokens; Kovaleva et al. 2019)
 // Masks are plain values: the shared model is never mutated by a request.
+//
+// One type from the wire to the layer: a handler parses the request into a
+// HeadMask (ParseHeadMask, shape checked there against the model), rows
+// carry a `const HeadMask*` through the batcher into Model::Forward, and
+// BertForSequenceClassificationImpl::Run turns the batch's masks into
+// tensors. The formulas live in one place, bert_layer.cc (MakeAblationFills,
+// ApplyHeadMask): a new mode is an AblationMode value plus its case there.
 #ifndef BERTOLOGY_COMMON_HEAD_MASK_H_
 #define BERTOLOGY_COMMON_HEAD_MASK_H_
 

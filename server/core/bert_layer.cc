@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace bertology {
 
@@ -11,6 +12,56 @@ Activation ActivationFromName(const std::string& name) {
   }
   if (name == "relu") return Activation::kRelu;
   return Activation::kGeluErf;
+}
+
+// ---- Ablation modes: the one place for their formulas. ----
+// A new AblationMode (head_mask.h) needs its case here and nothing else: the
+// switch has no default, so the compiler names a mode left out.
+std::vector<AttentionContext::AblationFill> MakeAblationFills(
+    const std::vector<AblationMode>& row_modes,
+    const torch::Tensor& attention_mask) {
+  std::vector<AttentionContext::AblationFill> fills;
+  // Each mode in use once, in enum order (a fixed order of additions).
+  const std::set<AblationMode> modes(row_modes.begin(), row_modes.end());
+  for (AblationMode mode : modes) {
+    torch::Tensor target;
+    switch (mode) {
+      case AblationMode::kZero:  // p' = m * p: nothing moves in
+        break;
+      case AblationMode::kUniform:
+        // Uniform over the row's real tokens (Kovaleva et al. 2019). Rows
+        // with no real token would divide by 0; they attend nowhere.
+        target = attention_mask /
+                 attention_mask.sum(-1, /*keepdim=*/true).clamp_min(1);
+        break;
+    }
+    if (!target.defined()) continue;
+    std::vector<float> in_mode(row_modes.size(), 0.0f);
+    for (size_t r = 0; r < row_modes.size(); ++r) {
+      in_mode[r] = row_modes[r] == mode ? 1.0f : 0.0f;
+    }
+    const int64_t b = static_cast<int64_t>(row_modes.size());
+    torch::Tensor rows =
+        torch::tensor(in_mode, torch::kFloat)
+            .to(attention_mask.device(), attention_mask.scalar_type())
+            .view({b, 1, 1, 1});
+    fills.push_back({mode, rows, target});
+  }
+  return fills;
+}
+
+torch::Tensor ApplyHeadMask(const torch::Tensor& probs, const LayerMask& mask,
+                            const AttentionContext& context) {
+  if (!mask.values.defined()) return probs;
+  // [B, H] -> [B, H, 1, 1]. A head whose value is 0 for every zero-mode row
+  // contributes nothing; skipping its matmuls is a later optimisation.
+  const torch::Tensor m =
+      mask.values.view({mask.values.size(0), mask.values.size(1), 1, 1});
+  torch::Tensor out = probs * m;
+  for (const AttentionContext::AblationFill& fill : context.fills) {
+    out = out + ((1 - m) * fill.target) * fill.rows;
+  }
+  return out;
 }
 
 BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& config,
@@ -46,18 +97,7 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& hidden,
   torch::Tensor probs = torch::softmax(scores, -1);
   probs = dropout_(probs);
 
-  if (mask.values.defined()) {
-    // [B, H] -> [B, H, 1, 1]. A head whose value is 0 for every zero-mode row
-    // contributes nothing; skipping its matmuls is a later optimisation.
-    torch::Tensor m = mask.values.view({b, num_heads_, 1, 1});
-    if (context.uniform.defined()) {
-      torch::Tensor fill = (1 - m) * context.uniform;  // [B, H, 1, T]
-      if (context.uniform_rows.defined()) fill = fill * context.uniform_rows;
-      probs = probs * m + fill;
-    } else {
-      probs = probs * m;
-    }
-  }
+  probs = ApplyHeadMask(probs, mask, context);
   if (probs_out != nullptr) *probs_out = probs;
 
   torch::Tensor out = torch::matmul(probs, v);  // [B, H, T, d]

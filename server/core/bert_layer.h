@@ -5,7 +5,8 @@
 //
 // The computation follows HF's eager BertLayer op for op (v4.x
 // modeling_bert.py), plus request-scoped head masks applied to the attention
-// probabilities after the softmax and dropout (see head_mask.h).
+// probabilities after the softmax and dropout (see head_mask.h) by
+// ApplyHeadMask, the one place where a mask meets the probabilities.
 //
 // Thread safety: forward() keeps no state in the module; in eval mode it may
 // run from many threads at once. Dropout is active only in train mode.
@@ -16,8 +17,10 @@
 #include <torch/types.h>
 
 #include <string>
+#include <vector>
 
 #include "server/core/bert_config.h"
+#include "common/head_mask.h"
 
 namespace bertology {
 
@@ -32,21 +35,37 @@ Activation ActivationFromName(const std::string& name);
 struct AttentionContext {
   // [B, 1, 1, T]: (1 - attention_mask) * finfo(dtype).min, HF style.
   torch::Tensor extended_mask;
-  // [B, 1, 1, T]: attention_mask / sum(attention_mask), the uniform
-  // distribution over each row's real tokens. Defined only when some row
-  // uses AblationMode::kUniform.
-  torch::Tensor uniform;
-  // [B, 1, 1, 1]: 1 for kUniform rows, 0 for kZero. Undefined: all kZero.
-  torch::Tensor uniform_rows;
+  // What ablated heads' probabilities move to, one entry per AblationMode
+  // other than kZero that some masked row of the batch uses (empty: every
+  // row in kZero). Built once per pass by MakeAblationFills.
+  struct AblationFill {
+    AblationMode mode;
+    torch::Tensor rows;    // [B, 1, 1, 1]: 1 for the rows in `mode`, else 0
+    torch::Tensor target;  // broadcastable to [B, H, Q, T]; rows sum to 1
+  };
+  std::vector<AblationFill> fills;
 };
 
 // This layer's head mask for the batch: [B, H] values in [0, 1], or
 // undefined for "all heads kept" (the probabilities are then untouched).
-// p' = m * p + s * (1 - m) * u, with s the row's uniform flag, which is
-// m * p in zero mode and m * p + (1 - m) * u in uniform mode.
 struct LayerMask {
   torch::Tensor values;
 };
+
+// The ablation modes' formulas, both in bert_layer.cc: a new AblationMode is
+// its enum value (head_mask.h) plus its case in MakeAblationFills.
+//
+// The fills of AttentionContext for a batch whose row r runs in
+// `row_modes[r]`. `attention_mask` is [B, 1, 1, T] in the compute dtype,
+// 1 = real token.
+std::vector<AttentionContext::AblationFill> MakeAblationFills(
+    const std::vector<AblationMode>& row_modes,
+    const torch::Tensor& attention_mask);
+// Applies `mask` to post-softmax probabilities `probs` [B, H, Q, T]:
+//   p' = m * p + sum over fills f of f.rows * (1 - m) * f.target,
+// i.e. m * p in zero mode and m * p + (1 - m) * u in uniform mode.
+torch::Tensor ApplyHeadMask(const torch::Tensor& probs, const LayerMask& mask,
+                            const AttentionContext& context);
 
 class BertSelfAttentionImpl : public torch::nn::Module {
  public:

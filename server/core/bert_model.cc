@@ -1,5 +1,6 @@
 #include "server/core/bert_model.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -21,6 +22,58 @@ double LowestValue(torch::ScalarType dtype) {
     default:
       return std::numeric_limits<float>::lowest();
   }
+}
+
+// Layer indices as a bitmap of `size`; each must be in [0, size).
+std::vector<bool> LayerBits(const std::vector<int>& layers, int size) {
+  std::vector<bool> bits(size, false);
+  for (int l : layers) {
+    TORCH_CHECK(l >= 0 && l < size, "layer index ", l, " out of range [0, ",
+                size, ")");
+    bits[l] = true;
+  }
+  return bits;
+}
+
+// The rows' head masks as tensors for one pass.
+struct BatchHeadMask {
+  // [B, L, H] on the device in the compute dtype (nullptr rows all 1);
+  // undefined when no row masks any head.
+  torch::Tensor values;
+  std::vector<bool> masked_layers;      // [L]: some row masks some head there
+  std::vector<AblationMode> row_modes;  // [B]: kZero for rows without a mask
+};
+
+// Which layers are masked comes from HeadMask::AffectedHeads on the host, so
+// the pass never reads a tensor back to learn it.
+BatchHeadMask MakeBatchHeadMask(const std::vector<const HeadMask*>& masks,
+                                int64_t rows, int layers, int heads,
+                                const torch::Device& device,
+                                torch::ScalarType dtype) {
+  BatchHeadMask out;
+  out.masked_layers.assign(layers, false);
+  out.row_modes.assign(rows, AblationMode::kZero);
+  bool any = false;
+  for (const HeadMask* m : masks) {
+    if (m == nullptr) continue;
+    TORCH_CHECK(m->layers() == layers && m->heads() == heads,
+                "head mask of shape ", m->layers(), "x", m->heads(),
+                " for a model of ", layers, "x", heads);
+    for (const LayerHead& lh : m->AffectedHeads()) {
+      out.masked_layers[lh.layer] = any = true;
+    }
+  }
+  if (!any) return out;  // no mask at all: the probabilities stay untouched
+  torch::Tensor values = torch::ones({rows, layers, heads}, torch::kFloat);
+  float* v = values.data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    if (masks[r] == nullptr) continue;
+    std::copy(masks[r]->values().begin(), masks[r]->values().end(),
+              v + r * layers * heads);
+    out.row_modes[r] = masks[r]->mode();
+  }
+  out.values = values.to(device, dtype);
+  return out;
 }
 
 std::string ShapeString(const torch::Tensor& t) {
@@ -97,28 +150,33 @@ BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(
 
 BertRunOutput BertForSequenceClassificationImpl::Run(
     const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
-    const torch::Tensor& attention_mask, const BertRunOptions& options) {
+    const torch::Tensor& attention_mask,
+    const std::vector<const HeadMask*>& masks, const ForwardOptions& options,
+    const torch::Tensor& start_hidden) {
   TORCH_CHECK(!options.compute_logits || has_classifier(),
               "compute_logits on a model without a classifier");
   const int64_t b = input_ids.size(0);
   const int64_t t = input_ids.size(1);
+  TORCH_CHECK(masks.empty() || static_cast<int64_t>(masks.size()) == b,
+              "one head mask (or nullptr) per row");
   const torch::ScalarType dtype =
       bert->embeddings->parameters().front().scalar_type();
+  const std::vector<bool> want_attention =
+      LayerBits(options.attention_layers, num_layers_);
+  const std::vector<bool> capture_hidden =
+      LayerBits(options.capture_hidden, num_layers_ + 1);
 
   AttentionContext context;
   torch::Tensor mask = attention_mask.to(dtype).view({b, 1, 1, t});
   context.extended_mask = (1 - mask) * LowestValue(dtype);
-  if (options.head_mask.defined() && options.uniform_rows.defined()) {
-    // Rows with no real token would divide by 0; they attend nowhere.
-    context.uniform = mask / mask.sum(-1, /*keepdim=*/true).clamp_min(1);
-    context.uniform_rows = options.uniform_rows.to(dtype).view({b, 1, 1, 1});
+  const BatchHeadMask head_mask = MakeBatchHeadMask(
+      masks, b, num_layers_, num_heads_, input_ids.device(), dtype);
+  if (head_mask.values.defined()) {
+    context.fills = MakeAblationFills(head_mask.row_modes, mask);
   }
 
   BertRunOutput out;
-  auto captured = [&](int layer) {
-    return layer < static_cast<int>(options.capture_hidden.size()) &&
-           options.capture_hidden[layer];
-  };
+  auto captured = [&](int layer) { return capture_hidden[layer]; };
   auto capture = [&](int layer, const torch::Tensor& hidden) {
     if (captured(layer)) out.hidden[layer] = hidden;
   };
@@ -126,21 +184,16 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
   if (options.start_layer == 0) {
     hidden = bert->embeddings(input_ids, token_type_ids);
   } else {
-    TORCH_CHECK(options.start_hidden.defined(),
-                "start_layer > 0 needs start_hidden");
-    hidden = options.start_hidden;
+    TORCH_CHECK(start_hidden.defined(), "start_layer > 0 needs start_hidden");
+    hidden = start_hidden;
   }
   for (int l = options.start_layer; l < num_layers_; ++l) {
     capture(l, hidden);
     LayerMask layer_mask;
-    const bool masked =
-        options.masked_layers.empty() ? true : options.masked_layers[l];
-    if (options.head_mask.defined() && masked) {
-      layer_mask.values = options.head_mask.select(1, l);  // [B, H]
+    if (head_mask.masked_layers[l]) {
+      layer_mask.values = head_mask.values.select(1, l);  // [B, H]
     }
-    const bool want_probs =
-        l < static_cast<int>(options.attention_layers.size()) &&
-        options.attention_layers[l];
+    const bool want_probs = want_attention[l];
     const bool cls_only = l == num_layers_ - 1 && options.cls_only_last_layer &&
                           options.compute_logits && !want_probs &&
                           !captured(num_layers_);

@@ -23,6 +23,8 @@
 #include "absl/status/status.h"
 #include "server/core/bert_config.h"
 #include "server/core/bert_layer.h"
+#include "server/core/forward_options.h"
+#include "common/head_mask.h"
 #include "server/core/state_dict.h"
 
 namespace bertology {
@@ -85,32 +87,6 @@ class BertModelImpl : public torch::nn::Module {
 };
 TORCH_MODULE(BertModel);
 
-// What one pass computes; the tensors are on the module's device, the masks
-// and start_hidden already in its compute dtype.
-struct BertRunOptions {
-  // [B, L, H] in [0, 1], or undefined for no mask.
-  torch::Tensor head_mask;
-  // [B] (1 = uniform mode), or undefined for all rows in zero mode.
-  torch::Tensor uniform_rows;
-  // Per layer (size L, or empty): whether to return its probabilities, and
-  // whether its head mask has any value != 1 (empty: all layers masked when
-  // head_mask is defined). Precomputed on the host to avoid device syncs.
-  std::vector<bool> attention_layers;
-  std::vector<bool> masked_layers;
-  // Run layers [start_layer, L) from `start_hidden` [B, T, D].
-  int start_layer = 0;
-  torch::Tensor start_hidden;
-  // Size L + 1 (or empty): input hidden states to capture; L = the output.
-  std::vector<bool> capture_hidden;
-  bool compute_logits = true;
-  // Logits read only [CLS] of the last layer, so its queries, output
-  // projection and feed-forward run for that one row (keys and values for
-  // all): the same logits for about a tenth of the layer's work. Applied only
-  // when nothing else reads the last layer (no attention or output capture
-  // there). Off for HF's full last layer, e.g. a baseline that models it.
-  bool cls_only_last_layer = true;
-};
-
 struct BertRunOutput {
   torch::Tensor logits;                     // [B, C], compute dtype, device
   std::map<int, torch::Tensor> attentions;  // layer -> [B, H, T, T]
@@ -127,12 +103,20 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
   int num_layers() const { return num_layers_; }
 
   // input_ids, token_type_ids, attention_mask: [B, T] int64 on the device.
-  // Throws c10::Error (e.g. compute_logits without a classifier is the
-  // caller's to refuse first; here it is a TORCH_CHECK).
+  // `masks`: empty (no row masked) or one per row, nullptr for a row with
+  // no mask; each [L x H]. The per-layer mask tensors are built here from
+  // them (which layers to mask from HeadMask::AffectedHeads, no device
+  // sync); bert_layer.cc's ApplyHeadMask applies them. `start_hidden`
+  // ([B, T, D], compute dtype, device) is the input of layer
+  // options.start_layer when that is > 0. Throws c10::Error on what the
+  // caller should have refused first (Model::Forward does: compute_logits
+  // without a classifier, a mask of the wrong shape, layers out of range).
   BertRunOutput Run(const torch::Tensor& input_ids,
                     const torch::Tensor& token_type_ids,
                     const torch::Tensor& attention_mask,
-                    const BertRunOptions& options);
+                    const std::vector<const HeadMask*>& masks,
+                    const ForwardOptions& options,
+                    const torch::Tensor& start_hidden = torch::Tensor());
 
   BertModel bert{nullptr};
   torch::nn::Dropout dropout{nullptr};

@@ -133,9 +133,9 @@ TEST(BertModelTest, MasksEditTheProbabilities) {
   model.eval();
   torch::InferenceMode guard;
   Batch b = TwoRows();
-  BertRunOptions opt;
-  opt.attention_layers = {true, true};
-  BertRunOutput plain = model.Run(b.ids, b.types, b.mask, opt);
+  ForwardOptions opt;
+  opt.attention_layers = {0, 1};
+  BertRunOutput plain = model.Run(b.ids, b.types, b.mask, {}, opt);
   // Padding keys get no attention; rows sum to 1.
   torch::Tensor p0 = plain.attentions[0];
   EXPECT_EQ(p0.sizes(), torch::IntArrayRef({2, 2, 6, 6}));
@@ -148,10 +148,11 @@ TEST(BertModelTest, MasksEditTheProbabilities) {
   EXPECT_TRUE(torch::allclose(p0.sum(-1), torch::ones({2, 2, 6})));
 
   // Layer 1 head 0 ablated: zero mode in row 0, uniform in row 1.
-  opt.head_mask = torch::ones({2, 2, 2});
-  opt.head_mask.index_put_({torch::indexing::Slice(), 1, 0}, 0.0f);
-  opt.uniform_rows = torch::tensor({0.0f, 1.0f});
-  BertRunOutput masked = model.Run(b.ids, b.types, b.mask, opt);
+  const HeadMask zero = *HeadMask::Ablate(2, 2, {{1, 0}}, AblationMode::kZero);
+  const HeadMask uniform =
+      *HeadMask::Ablate(2, 2, {{1, 0}}, AblationMode::kUniform);
+  BertRunOutput masked =
+      model.Run(b.ids, b.types, b.mask, {&zero, &uniform}, opt);
   EXPECT_TRUE(torch::equal(masked.attentions[0], plain.attentions[0]));
   torch::Tensor p1 = masked.attentions[1];
   EXPECT_EQ(p1[0][0].abs().max().item<float>(), 0.0f);
@@ -171,21 +172,21 @@ TEST(BertModelTest, ClsOnlyLastLayerKeepsTheLogits) {
   model.eval();
   torch::InferenceMode guard;
   Batch b = TwoRows();
+  const HeadMask zero = *HeadMask::Ablate(2, 2, {{1, 1}}, AblationMode::kZero);
+  const HeadMask uniform =
+      *HeadMask::Ablate(2, 2, {{1, 1}}, AblationMode::kUniform);
   for (bool masked : {false, true}) {
-    BertRunOptions opt;
-    if (masked) {
-      opt.head_mask = torch::ones({2, 2, 2});
-      opt.head_mask.index_put_({torch::indexing::Slice(), 1, 1}, 0.0f);
-      opt.uniform_rows = torch::tensor({0.0f, 1.0f});
-    }
+    ForwardOptions opt;
+    std::vector<const HeadMask*> masks;
+    if (masked) masks = {&zero, &uniform};
     opt.cls_only_last_layer = false;
-    torch::Tensor full = model.Run(b.ids, b.types, b.mask, opt).logits;
+    torch::Tensor full = model.Run(b.ids, b.types, b.mask, masks, opt).logits;
     opt.cls_only_last_layer = true;
-    torch::Tensor cls = model.Run(b.ids, b.types, b.mask, opt).logits;
+    torch::Tensor cls = model.Run(b.ids, b.types, b.mask, masks, opt).logits;
     EXPECT_TRUE(torch::allclose(full, cls, 1e-5, 1e-6)) << full << cls;
     // Asking for the last layer's attention needs every row of it.
-    opt.attention_layers = {false, true};
-    BertRunOutput out = model.Run(b.ids, b.types, b.mask, opt);
+    opt.attention_layers = {1};
+    BertRunOutput out = model.Run(b.ids, b.types, b.mask, masks, opt);
     EXPECT_EQ(out.attentions[1].sizes(), torch::IntArrayRef({2, 2, 6, 6}));
     EXPECT_TRUE(torch::allclose(full, out.logits, 1e-5, 1e-6));
   }
@@ -195,16 +196,16 @@ TEST(BertModelTest, DropoutOnlyInTrainMode) {
   torch::manual_seed(3);
   BertForSequenceClassificationImpl model(TinyConfig(), 3);
   Batch b = TwoRows();
-  BertRunOptions opt;
+  ForwardOptions opt;
   model.eval();
   {
     torch::NoGradGuard no_grad;
-    torch::Tensor a = model.Run(b.ids, b.types, b.mask, opt).logits;
-    torch::Tensor c = model.Run(b.ids, b.types, b.mask, opt).logits;
+    torch::Tensor a = model.Run(b.ids, b.types, b.mask, {}, opt).logits;
+    torch::Tensor c = model.Run(b.ids, b.types, b.mask, {}, opt).logits;
     EXPECT_TRUE(torch::equal(a, c));
     model.train();
-    torch::Tensor d = model.Run(b.ids, b.types, b.mask, opt).logits;
-    torch::Tensor e = model.Run(b.ids, b.types, b.mask, opt).logits;
+    torch::Tensor d = model.Run(b.ids, b.types, b.mask, {}, opt).logits;
+    torch::Tensor e = model.Run(b.ids, b.types, b.mask, {}, opt).logits;
     EXPECT_FALSE(torch::equal(d, e));
   }
 }

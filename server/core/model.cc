@@ -3,7 +3,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <cmath>
 #include <exception>
 #include <utility>
 
@@ -12,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/core/bert_model.h"
 #include "server/core/checkpoint.h"
+#include "server/core/model_tensors.h"
 #include "server/core/status_macros.h"
 #include "server/core/vocab.h"
 
@@ -70,8 +70,9 @@ Model::~Model() = default;
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(
     const ModelOptions& options) {
-  ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Load(options.dir));
+  // The device first: a missing GPU is reported before reading the weights.
   ASSIGN_OR_RETURN(torch::Device device, ParseDevice(options.device));
+  ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Load(options.dir));
   ASSIGN_OR_RETURN(auto dtype, ResolveDtype(options.dtype,
                                             checkpoint.weights_dtype, device));
   ASSIGN_OR_RETURN(Vocab vocab, Vocab::FromFile(checkpoint.vocab_file));
@@ -81,8 +82,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
   model->dir_ = options.dir;
   model->device_name_ = device.str();
   model->dtype_name_ = dtype.second;
-  model->device_ = device;
-  model->scalar_type_ = dtype.first;
+  model->placement_ = std::make_unique<const ModelPlacement>(
+      ModelPlacement{device, dtype.first});
   model->has_classifier_ = checkpoint.has_classifier;
   BertConfig& config = model->config_;
 
@@ -170,45 +171,24 @@ absl::StatusOr<ModelInput> Model::MakeBatch(
         mask_a[r][j] = 1;
       }
     }
-    return ModelInput{ids.to(device_), types.to(device_), mask.to(device_)};
+    const torch::Device& device = placement_->device;
+    return ModelInput{ids.to(device), types.to(device), mask.to(device),
+                      torch::Tensor()};
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("MakeBatch: ", e.what()));
   }
 }
 
-void Model::FillMaskTensors(const std::vector<const HeadMask*>& masks,
-                            ForwardOptions* options) {
-  const HeadMask* shape = nullptr;
-  bool any_effect = false, any_uniform = false;
-  for (const HeadMask* m : masks) {
-    if (m == nullptr) continue;
-    if (shape == nullptr) shape = m;
-    any_effect = any_effect || !m->IsIdentity();
-    any_uniform = any_uniform || m->mode() == AblationMode::kUniform;
+absl::Status Model::CheckHeadMask(const HeadMask& mask,
+                                  const std::string& field) const {
+  if (mask.layers() != config_.num_hidden_layers ||
+      mask.heads() != config_.num_attention_heads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " has shape ", mask.layers(), "x", mask.heads(),
+                     "; the model has ", config_.num_hidden_layers, "x",
+                     config_.num_attention_heads));
   }
-  options->head_mask = torch::Tensor();
-  options->uniform_rows = torch::Tensor();
-  if (shape == nullptr || !any_effect) return;  // no mask at all: fast path
-
-  const int64_t b = static_cast<int64_t>(masks.size());
-  const int layers = shape->layers(), heads = shape->heads();
-  torch::Tensor values = torch::ones({b, layers, heads}, torch::kFloat);
-  torch::Tensor uniform = torch::zeros({b}, torch::kFloat);
-  float* v = values.data_ptr<float>();
-  for (int64_t r = 0; r < b; ++r) {
-    const HeadMask* m = masks[r];
-    if (m == nullptr) continue;
-    float* row = v + r * layers * heads;
-    if (m->layers() != layers || m->heads() != heads) {
-      // Forward() refuses non-finite values, naming the row.
-      std::fill(row, row + layers * heads, std::nanf(""));
-      continue;
-    }
-    std::copy(m->values().begin(), m->values().end(), row);
-    if (m->mode() == AblationMode::kUniform) uniform[r] = 1.0f;
-  }
-  options->head_mask = values;
-  if (any_uniform) options->uniform_rows = uniform;
+  return absl::OkStatus();
 }
 
 }  // namespace bertology

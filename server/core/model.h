@@ -1,15 +1,20 @@
 // A loaded BERT, ready to serve: config, tokenizer and weights on a device.
 //
-// This is the one interface the service uses. It never throws: libtorch's
-// c10::Error (and std::exception) are caught here and returned as status.
-// Thread safety: a Model is immutable after Load(); Forward() may be called
-// from many threads at once (it runs under torch::InferenceMode and keeps
-// no per-call state in the module).
+// This is the one interface the service uses, and it has no libtorch in it:
+// rows go in as encodings with their head masks, results come out as plain
+// float arrays. The tensor face (padded batches, hidden states to cache and
+// resume from) is model_tensors.h, for the core only (the sweep executor,
+// tests, benchmarks).
+//
+// It never throws: libtorch's c10::Error (and std::exception) are caught
+// here and returned as status.
+// Thread safety: a Model is immutable after Load(); Forward() and
+// ForwardTensors() may be called from many threads at once (they run under
+// torch::InferenceMode and keep no per-call state in the module).
 #ifndef BERTOLOGY_CORE_MODEL_H_
 #define BERTOLOGY_CORE_MODEL_H_
 
-#include <torch/types.h>
-
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "server/core/bert_config.h"
 #include "common/head_mask.h"
+#include "server/core/forward_options.h"
 #include "server/core/tokenizer.h"
 
 namespace bertology {
@@ -33,44 +39,29 @@ struct ModelOptions {
   int max_seq_len = 0;  // 0: the model's max_position_embeddings
 };
 
-// A padded batch on the model's device. B rows, T positions.
-struct ModelInput {
-  torch::Tensor input_ids;       // [B, T] int64
-  torch::Tensor token_type_ids;  // [B, T] int64
-  torch::Tensor attention_mask;  // [B, T] int64, 1 = real token, 0 = padding
+// A row-major float array and its shape, e.g. logits [B, C].
+struct FloatArray {
+  std::vector<float> data;
+  std::vector<int64_t> shape;
 };
 
-struct ForwardOptions {
-  // Per-row head mask values, [B, L, H] float32 in [0, 1] (any device; moved
-  // to the model's). Undefined: no mask (all heads kept).
-  torch::Tensor head_mask;
-  // [B] float32, 1 where that row's mask uses AblationMode::kUniform, 0 for
-  // kZero. Undefined: every row kZero.
-  torch::Tensor uniform_rows;
-  // Layers whose post-mask attention probabilities to return.
-  std::vector<int> attention_layers;
-  // Run only layers [start_layer, L), starting from `start_hidden`
-  // ([B, T, D], the input hidden state of layer `start_layer`, e.g. taken
-  // from a cached unmasked pass). start_layer == 0: start from embeddings.
-  int start_layer = 0;
-  torch::Tensor start_hidden;
-  // Layers whose *input* hidden state ([B, T, D]) to return; layer L means
-  // the encoder output.
-  std::vector<int> capture_hidden;
-  // Run pooler + classifier (FAILED_PRECONDITION on a plain BertModel).
-  bool compute_logits = true;
-  // Run the last layer for [CLS] only when nothing else reads it (see
-  // BertRunOptions); false runs it in full, as HF does.
-  bool cls_only_last_layer = true;
+// One row of a forward pass: an input and the head mask it runs under.
+// Both must outlive the call.
+struct ModelRow {
+  const Encoding* encoding = nullptr;
+  const HeadMask* mask = nullptr;  // nullptr: all heads kept
 };
 
+// Model::Forward's results, float32. B rows, T positions (the longest row).
 struct ForwardOutput {
-  torch::Tensor logits;  // [B, C] float32, CPU
-  std::map<int, torch::Tensor>
-      attentions;  // layer -> [B, H, T, T] float32, CPU
-  std::map<int, torch::Tensor>
-      hidden;  // layer -> [B, T, D], model device/dtype
+  FloatArray logits;                     // [B, C]; empty without logits
+  std::map<int, FloatArray> attentions;  // layer -> [B, H, T, T], post-mask
 };
+
+// model_tensors.h: the tensor face, for the core only.
+struct ModelInput;
+struct TensorOutput;
+struct ModelPlacement;
 
 class Model {
  public:
@@ -86,25 +77,33 @@ class Model {
   const std::string& dtype() const { return dtype_name_; }
   const std::string& dir() const { return dir_; }
 
+  // OK if `mask` fits this model ([num_hidden_layers x
+  // num_attention_heads]); else INVALID_ARGUMENT "<field> has shape 2x4;
+  // the model has 3x4". Masks parsed for this model (ParseHeadMask) always
+  // fit; this guards rows that come from elsewhere.
+  absl::Status CheckHeadMask(const HeadMask& mask,
+                             const std::string& field) const;
+
+  // One pass over `rows`, padded to the longest, each row under its own
+  // mask. INVALID_ARGUMENT naming the row ("rows[2].mask ...") for an empty,
+  // too long or out-of-vocabulary encoding or a mask of the wrong shape,
+  // and naming the field for a layer index out of range or start_layer /
+  // capture_hidden (tensor level only: use ForwardTensors);
+  // FAILED_PRECONDITION for compute_logits without a classifier; INTERNAL
+  // for a libtorch failure. Implemented in model_forward.cc.
+  absl::StatusOr<ForwardOutput> Forward(const std::vector<ModelRow>& rows,
+                                        const ForwardOptions& options) const;
+
+  // Tensor level (model_tensors.h; not for server/service/).
   // Pads `encodings` to the longest and moves them to the device.
   absl::StatusOr<ModelInput> MakeBatch(
       const std::vector<const Encoding*>& encodings) const;
-
-  // Validates shapes and ranges (INVALID_ARGUMENT naming the field: token
-  // ids in the vocabulary, T <= max_position_embeddings, head_mask [B, L, H]
-  // with finite values in [0, 1], start_hidden [B, T, D], layer indices in
-  // range); FAILED_PRECONDITION for compute_logits without a classifier;
-  // INTERNAL for a libtorch failure. Implemented in model_forward.cc.
-  absl::StatusOr<ForwardOutput> Forward(const ModelInput& input,
-                                        const ForwardOptions& options) const;
-
-  // Builds the [B, L, H] / [B] CPU tensors of ForwardOptions from per-row
-  // masks (nullptr = identity). Leaves both undefined when no row masks
-  // anything, and uniform_rows undefined when no row is kUniform. A mask
-  // whose shape differs from the first non-null one fills its row with NaN,
-  // which Forward() refuses naming the row.
-  static void FillMaskTensors(const std::vector<const HeadMask*>& masks,
-                              ForwardOptions* options);
+  // As Forward, on a padded batch; `masks` is empty or one per row (nullptr:
+  // no mask). Also validates input shapes and ranges and start_hidden
+  // ([B, T, D] when options.start_layer > 0).
+  absl::StatusOr<TensorOutput> ForwardTensors(
+      const ModelInput& input, const std::vector<const HeadMask*>& masks,
+      const ForwardOptions& options) const;
 
  private:
   Model() = default;
@@ -114,8 +113,11 @@ class Model {
   bool has_classifier_ = false;
   int max_seq_len_ = 0;
   std::string device_name_, dtype_name_, dir_;
-  torch::Device device_{torch::kCPU};
-  torch::ScalarType scalar_type_ = torch::kFloat;  // the compute dtype
+  // What Forward and ForwardTensors refuse before running (model_forward.cc).
+  absl::Status CheckForward(const ModelInput& input,
+                            const std::vector<const HeadMask*>& masks,
+                            const ForwardOptions& options) const;
+  std::unique_ptr<const ModelPlacement> placement_;  // device, compute dtype
 };
 
 }  // namespace bertology

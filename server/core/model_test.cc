@@ -14,6 +14,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/model_tensors.h"
 
 namespace bertology {
 namespace {
@@ -114,13 +115,21 @@ class GoldenModelTest : public ::testing::Test {
     }
     return masks;
   }
-  static ForwardOptions OptionsFor(const std::vector<HeadMask>& masks) {
+  // One row mask each.
+  static std::vector<const HeadMask*> Rows(const std::vector<HeadMask>& masks) {
     std::vector<const HeadMask*> ptrs;
     for (const HeadMask& m : masks) ptrs.push_back(&m);
+    return ptrs;
+  }
+  static ForwardOptions AllAttentions() {
     ForwardOptions options;
-    Model::FillMaskTensors(ptrs, &options);
     options.attention_layers = {0, 1, 2};
     return options;
+  }
+  // The golden input under per-row `masks`, every layer's attention out.
+  static absl::StatusOr<TensorOutput> RunMasked(
+      const std::vector<HeadMask>& masks, ModelInput input = Input()) {
+    return model_->ForwardTensors(input, Rows(masks), AllAttentions());
   }
 
   static json* golden_;
@@ -146,7 +155,8 @@ TEST_F(GoldenModelTest, MatchesReferenceForEveryCase) {
   ASSERT_EQ(cases.size(), 6u);
   for (const json& c : cases) {
     SCOPED_TRACE(c["name"].get<std::string>());
-    auto out = model_->Forward(Input(), OptionsFor(RowMasks(c)));
+    const std::vector<HeadMask> masks = RowMasks(c);
+    auto out = RunMasked(masks);
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ(out->logits.scalar_type(), torch::kFloat);
     EXPECT_LT(MaxAbsDiff(out->logits, ToTensor(c["logits"], torch::kDouble)),
@@ -175,7 +185,7 @@ TEST_F(GoldenModelTest, MasksChangeTheLogits) {
 TEST_F(GoldenModelTest, PerRowMasksEqualEachRowAlone) {
   const json& c = Case("per_row");
   std::vector<HeadMask> masks = RowMasks(c);
-  auto batch = model_->Forward(Input(), OptionsFor(masks));
+  auto batch = RunMasked(masks);
   ASSERT_TRUE(batch.ok()) << batch.status();
   ModelInput all = Input();
   for (int64_t r = 0; r < 4; ++r) {
@@ -186,7 +196,7 @@ TEST_F(GoldenModelTest, PerRowMasksEqualEachRowAlone) {
     ModelInput one{all.input_ids.index({Slice(r, r + 1), Slice(0, n)}),
                    all.token_type_ids.index({Slice(r, r + 1), Slice(0, n)}),
                    all.attention_mask.index({Slice(r, r + 1), Slice(0, n)})};
-    auto alone = model_->Forward(one, OptionsFor({masks[r]}));
+    auto alone = RunMasked({masks[r]}, one);
     ASSERT_TRUE(alone.ok()) << alone.status();
     EXPECT_LT(MaxAbsDiff(alone->logits[0], batch->logits[r]), 1e-5);
     for (int l = 0; l < 3; ++l) {
@@ -201,7 +211,7 @@ TEST_F(GoldenModelTest, PerRowMasksEqualEachRowAlone) {
 TEST_F(GoldenModelTest, StartLayerFromCapturedHiddenMatchesFullPass) {
   ForwardOptions base;
   base.capture_hidden = {0, 1, 2, 3};
-  auto baseline = model_->Forward(Input(), base);
+  auto baseline = model_->ForwardTensors(Input(), {}, base);
   ASSERT_TRUE(baseline.ok()) << baseline.status();
   ASSERT_EQ(baseline->hidden.size(), 4u);
   EXPECT_EQ(baseline->hidden[3].sizes(), torch::IntArrayRef({4, 12, 32}));
@@ -211,20 +221,20 @@ TEST_F(GoldenModelTest, StartLayerFromCapturedHiddenMatchesFullPass) {
   ASSERT_TRUE(mask.ok());
   ASSERT_EQ(mask->FirstAffectedLayer(), 1);
   std::vector<HeadMask> masks(4, *mask);
-  ForwardOptions full = OptionsFor(masks);
+  ForwardOptions full;
   full.attention_layers = {2};
-  auto expected = model_->Forward(Input(), full);
+  auto expected = model_->ForwardTensors(Input(), Rows(masks), full);
   ASSERT_TRUE(expected.ok());
   for (int start = 1; start <= 3; ++start) {
     SCOPED_TRACE(start);
-    ForwardOptions resumed = OptionsFor(masks);
-    resumed.attention_layers = {};
+    ForwardOptions resumed;
     // `expected` ran the last layer in full (its attention was asked for);
     // the [CLS]-only path is compared in bert_model_test.
     resumed.cls_only_last_layer = false;
     resumed.start_layer = start;
-    resumed.start_hidden = baseline->hidden[start];
-    auto out = model_->Forward(Input(), resumed);
+    ModelInput from_cache = Input();
+    from_cache.start_hidden = baseline->hidden[start];
+    auto out = model_->ForwardTensors(from_cache, Rows(masks), resumed);
     ASSERT_TRUE(out.ok()) << out.status();
     // From layer 2 or 3 the masked layers are skipped, so only start 1 equals
     // the masked pass; later starts equal the partially masked model.
@@ -235,8 +245,9 @@ TEST_F(GoldenModelTest, StartLayerFromCapturedHiddenMatchesFullPass) {
   // No mask, start at the encoder output: pooler + classifier only.
   ForwardOptions tail;
   tail.start_layer = 3;
-  tail.start_hidden = baseline->hidden[3];
-  auto out = model_->Forward(Input(), tail);
+  ModelInput encoder_output = Input();
+  encoder_output.start_hidden = baseline->hidden[3];
+  auto out = model_->ForwardTensors(encoder_output, {}, tail);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_LT(MaxAbsDiff(out->logits, baseline->logits), 1e-6);
   EXPECT_LT(MaxAbsDiff(baseline->logits,
@@ -245,26 +256,14 @@ TEST_F(GoldenModelTest, StartLayerFromCapturedHiddenMatchesFullPass) {
 }
 
 TEST_F(GoldenModelTest, RejectsBadOptions) {
-  auto code = [&](const ForwardOptions& o) {
-    return model_->Forward(Input(), o).status();
+  auto code = [&](const ForwardOptions& o, ModelInput input = Input()) {
+    return model_->ForwardTensors(input, {}, o).status();
   };
-  ForwardOptions o;
-  o.head_mask = torch::ones({4, 3, 5});
-  absl::Status s = code(o);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("head_mask must be [4, 3, 4]"));
-
-  o.head_mask = torch::ones({4, 3, 4});
-  o.head_mask[2][1][3] = 1.5f;
-  s = code(o);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("head_mask[2][1][3]=1.5"));
-
   ForwardOptions start;
   start.start_layer = 2;
-  start.start_hidden = torch::zeros({4, 12, 31});
-  EXPECT_EQ(code(start).code(), absl::StatusCode::kInvalidArgument);
-  start.start_hidden = torch::Tensor();
+  ModelInput bad_hidden = Input();
+  bad_hidden.start_hidden = torch::zeros({4, 12, 31});
+  EXPECT_EQ(code(start, bad_hidden).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(code(start).code(), absl::StatusCode::kInvalidArgument);
 
   ForwardOptions layers;
@@ -273,12 +272,13 @@ TEST_F(GoldenModelTest, RejectsBadOptions) {
   layers.attention_layers = {};
   layers.capture_hidden = {0};
   layers.start_layer = 1;
-  layers.start_hidden = torch::zeros({4, 12, 32});
-  EXPECT_EQ(code(layers).code(), absl::StatusCode::kInvalidArgument);
+  ModelInput hidden = Input();
+  hidden.start_hidden = torch::zeros({4, 12, 32});
+  EXPECT_EQ(code(layers, hidden).code(), absl::StatusCode::kInvalidArgument);
 
   ModelInput bad = Input();
   bad.input_ids[0][1] = 120;
-  auto out = model_->Forward(bad, ForwardOptions());
+  auto out = model_->ForwardTensors(bad, {}, ForwardOptions());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(out.status().message(), HasSubstr("input_ids"));
 
@@ -288,30 +288,90 @@ TEST_F(GoldenModelTest, RejectsBadOptions) {
   ASSERT_TRUE(other.ok());
   auto zero = HeadMask::Ablate(3, 4, {{0, 0}});
   ASSERT_TRUE(zero.ok());
-  ForwardOptions mixed;
-  Model::FillMaskTensors({&*zero, &ok, &*other, nullptr}, &mixed);
-  s = code(mixed);
+  absl::Status s =
+      model_
+          ->ForwardTensors(Input(), {&*zero, &ok, &*other, nullptr},
+                           ForwardOptions())
+          .status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("row 2"));
+  EXPECT_EQ(s.message(), "rows[2].mask has shape 2x4; the model has 3x4");
+  EXPECT_EQ(model_->CheckHeadMask(*other, "m").message(),
+            "m has shape 2x4; the model has 3x4");
+  EXPECT_TRUE(model_->CheckHeadMask(ok, "m").ok());
+  // Masks, when given, are one per row.
+  s = model_->ForwardTensors(Input(), {&ok, &ok, &ok}, ForwardOptions())
+          .status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("masks has 3 entries for 4 rows"));
 }
 
-TEST_F(GoldenModelTest, FillMaskTensorsFastPaths) {
-  HeadMask identity = HeadMask::Identity(3, 4, AblationMode::kUniform);
-  ForwardOptions o;
-  Model::FillMaskTensors({&identity, nullptr}, &o);
-  EXPECT_FALSE(o.head_mask.defined());
-  EXPECT_FALSE(o.uniform_rows.defined());
+// Rows with no mask, or one that keeps every head (in either mode), run
+// exactly as the unmasked model, in a batch with masked rows too.
+TEST_F(GoldenModelTest, UnmaskedRowsAreExact) {
+  const HeadMask identity = HeadMask::Identity(3, 4, AblationMode::kUniform);
+  auto plain = model_->ForwardTensors(Input(), {}, AllAttentions());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto identities = model_->ForwardTensors(
+      Input(), {&identity, nullptr, &identity, nullptr}, AllAttentions());
+  ASSERT_TRUE(identities.ok()) << identities.status();
+  EXPECT_TRUE(torch::equal(identities->logits, plain->logits));
+  for (int l = 0; l < 3; ++l) {
+    EXPECT_TRUE(torch::equal(identities->attentions[l], plain->attentions[l]));
+  }
   auto zero = HeadMask::Ablate(3, 4, {{2, 1}});
   ASSERT_TRUE(zero.ok());
-  Model::FillMaskTensors({nullptr, &*zero}, &o);
-  ASSERT_TRUE(o.head_mask.defined());
-  EXPECT_EQ(o.head_mask.sizes(), torch::IntArrayRef({2, 3, 4}));
-  EXPECT_EQ(o.head_mask[0].min().item<float>(), 1.0f);
-  EXPECT_EQ(o.head_mask[1][2][1].item<float>(), 0.0f);
-  EXPECT_FALSE(o.uniform_rows.defined());
-  Model::FillMaskTensors({&identity, &*zero}, &o);
-  ASSERT_TRUE(o.uniform_rows.defined());
-  EXPECT_TRUE(torch::equal(o.uniform_rows, torch::tensor({1.0f, 0.0f})));
+  auto mixed = model_->ForwardTensors(
+      Input(), {&identity, &*zero, nullptr, &identity}, AllAttentions());
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  for (int r : {0, 2, 3}) {
+    EXPECT_TRUE(torch::equal(mixed->logits[r], plain->logits[r])) << r;
+    EXPECT_TRUE(torch::equal(mixed->attentions[2][r], plain->attentions[2][r]))
+        << r;
+  }
+  EXPECT_EQ(mixed->attentions[2][1][1].abs().max().item<float>(), 0.0f);
+  EXPECT_FALSE(torch::equal(mixed->logits[1], plain->logits[1]));
+}
+
+// Model::Forward (rows in, plain arrays out) is MakeBatch + ForwardTensors.
+TEST_F(GoldenModelTest, ForwardOnRowsMatchesTensors) {
+  auto a = model_->tokenizer().Encode("the cat", std::string_view("a dog"), 64);
+  auto b = model_->tokenizer().Encode("it", std::nullopt, 64);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto uniform =
+      HeadMask::Ablate(3, 4, {{0, 1}, {1, 3}}, AblationMode::kUniform);
+  ASSERT_TRUE(uniform.ok());
+  ForwardOptions options;
+  options.attention_layers = {1};
+  auto plain = model_->Forward({{&*a, &*uniform}, {&*b, nullptr}}, options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto batch = model_->MakeBatch({&*a, &*b});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  auto tensors = model_->ForwardTensors(*batch, {&*uniform, nullptr}, options);
+  ASSERT_TRUE(tensors.ok()) << tensors.status();
+  const int64_t t = static_cast<int64_t>(a->tokens.size());
+  EXPECT_EQ(plain->logits.shape, std::vector<int64_t>({2, 3}));
+  EXPECT_TRUE(torch::equal(torch::tensor(plain->logits.data).view({2, 3}),
+                           tensors->logits));
+  ASSERT_EQ(plain->attentions.size(), 1u);
+  EXPECT_EQ(plain->attentions[1].shape, std::vector<int64_t>({2, 4, t, t}));
+  EXPECT_TRUE(
+      torch::equal(torch::tensor(plain->attentions[1].data).view({2, 4, t, t}),
+                   tensors->attentions[1]));
+  // Starting part-way or capturing hidden states needs tensors.
+  ForwardOptions start;
+  start.start_layer = 1;
+  EXPECT_EQ(model_->Forward({{&*a, nullptr}}, start).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model_->Forward({{nullptr, nullptr}}, ForwardOptions())
+                .status()
+                .message(),
+            "rows[0].encoding is null");
+  auto other = HeadMask::Ablate(2, 4, {{0, 0}});
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(
+      model_->Forward({{&*b, &*other}}, ForwardOptions()).status().message(),
+      "rows[0].mask has shape 2x4; the model has 3x4");
 }
 
 TEST_F(GoldenModelTest, MakeBatchPadsWithPadId) {
@@ -331,7 +391,7 @@ TEST_F(GoldenModelTest, MakeBatchPadsWithPadId) {
   EXPECT_EQ(batch->input_ids[1][3].item<int64_t>(), 0);  // [PAD]
   EXPECT_EQ(batch->attention_mask[1].sum().item<int64_t>(), 3);
   EXPECT_EQ(batch->attention_mask[0].sum().item<int64_t>(), t);
-  auto out = model_->Forward(*batch, ForwardOptions());
+  auto out = model_->ForwardTensors(*batch, {}, ForwardOptions());
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->logits.sizes(), torch::IntArrayRef({2, 3}));
   EXPECT_FALSE(model_->MakeBatch({}).ok());
@@ -346,7 +406,7 @@ TEST_F(GoldenModelTest, ForwardIsSafeFromManyThreads) {
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&, i] {
       for (int k = 0; k < 5; ++k) {
-        auto out = model_->Forward(Input(), OptionsFor(masks));
+        auto out = RunMasked(masks);
         diffs[i] = out.ok() ? MaxAbsDiff(out->logits, expected) : 1.0;
         if (diffs[i] > kLogitTol) return;
       }
@@ -399,7 +459,7 @@ TEST(ModelLoadTest, Bf16IsCloseToF32) {
                    ToTensor(golden["attention_mask"], torch::kLong)};
   ForwardOptions o;
   o.attention_layers = {0};
-  auto out = (*model)->Forward(input, o);
+  auto out = (*model)->ForwardTensors(input, {}, o);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->logits.scalar_type(), torch::kFloat);
   EXPECT_LT(
@@ -435,8 +495,7 @@ TEST(ModelLoadTest, PlainBertModelServesAttentionOnly) {
   o.attention_layers = {0, 1};
   auto zero = HeadMask::Ablate(2, 4, {{1, 3}});
   ASSERT_TRUE(zero.ok());
-  Model::FillMaskTensors({&*zero}, &o);
-  auto out = (*model)->Forward(*batch, o);
+  auto out = (*model)->ForwardTensors(*batch, {&*zero}, o);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_FALSE(out->logits.defined());
   ASSERT_EQ(out->attentions.size(), 2u);
@@ -446,7 +505,7 @@ TEST(ModelLoadTest, PlainBertModelServesAttentionOnly) {
   EXPECT_EQ(out->attentions[1][0][3].abs().max().item<float>(), 0.0f);
 
   o.compute_logits = true;
-  auto refused = (*model)->Forward(*batch, o);
+  auto refused = (*model)->ForwardTensors(*batch, {&*zero}, o);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(refused.status().message(),
             "model " + dir +

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "server/core/model_tensors.h"
 #include "server/core/status_macros.h"
 
 namespace bertology {
@@ -112,14 +113,8 @@ class SweepRun {
       }
     }
     for (size_t i = 0; i < masks_.size(); ++i) {
-      const HeadMask& mask = masks_[i].mask;
-      if (mask.layers() != config.num_hidden_layers ||
-          mask.heads() != config.num_attention_heads) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "masks[", i, "] (", masks_[i].id, ") has shape ", mask.layers(),
-            "x", mask.heads(), "; the model has ", config.num_hidden_layers,
-            "x", config.num_attention_heads));
-      }
+      RETURN_IF_ERROR(model_.CheckHeadMask(
+          masks_[i].mask, absl::StrCat("masks[", i, "] (", masks_[i].id, ")")));
     }
     return absl::OkStatus();
   }
@@ -175,7 +170,7 @@ class SweepRun {
       }
       ForwardOptions fo;
       fo.capture_hidden = capture_layers_;
-      ASSIGN_OR_RETURN(ForwardOutput out, Forward(rows, &fo));
+      ASSIGN_OR_RETURN(TensorOutput out, Forward(rows, fo));
       for (size_t slot = 0; slot < capture_layers_.size(); ++slot) {
         const torch::Tensor& hidden = out.hidden.at(capture_layers_[slot]);
         for (size_t r = 0; r < rows.size(); ++r) {
@@ -227,10 +222,7 @@ class SweepRun {
           pending.begin() + b,
           pending.begin() + std::min(pending.size(), b + max_rows));
       ForwardOptions fo;
-      std::vector<const HeadMask*> row_masks;
-      row_masks.reserve(rows.size());
-      for (const Row& row : rows) row_masks.push_back(&masks_[row.mask].mask);
-      Model::FillMaskTensors(row_masks, &fo);
+      torch::Tensor start_hidden;
       if (start > 0) {
         const int slot = cache_slot_.at(start);
         std::vector<const torch::Tensor*> parts;
@@ -238,9 +230,9 @@ class SweepRun {
           parts.push_back(&cache[cache_index[row.example]][slot]);
         }
         fo.start_layer = start;
-        fo.start_hidden = PadStack(parts);
+        start_hidden = PadStack(parts);
       }
-      ASSIGN_OR_RETURN(ForwardOutput out, Forward(rows, &fo));
+      ASSIGN_OR_RETURN(TensorOutput out, Forward(rows, fo, start_hidden));
       RETURN_IF_ERROR(Score(out.logits, rows));
       Progress(static_cast<int64_t>(rows.size()));
     }
@@ -263,18 +255,25 @@ class SweepRun {
     return out;
   }
 
-  absl::StatusOr<ForwardOutput> Forward(const std::vector<Row>& rows,
-                                        ForwardOptions* options) {
+  // One pass over `rows`, each under its mask (none for the baseline's),
+  // from `start_hidden` when options.start_layer > 0.
+  absl::StatusOr<TensorOutput> Forward(
+      const std::vector<Row>& rows, const ForwardOptions& options,
+      const torch::Tensor& start_hidden = torch::Tensor()) {
     if (callbacks_.is_cancelled && callbacks_.is_cancelled()) {
       return absl::CancelledError("sweep cancelled");
     }
     std::vector<const Encoding*> encodings;
+    std::vector<const HeadMask*> masks;
     encodings.reserve(rows.size());
+    masks.reserve(rows.size());
     for (const Row& row : rows) {
       encodings.push_back(&examples_[row.example].encoding);
+      masks.push_back(row.mask < 0 ? nullptr : &masks_[row.mask].mask);
     }
     ASSIGN_OR_RETURN(ModelInput input, model_.MakeBatch(encodings));
-    return model_.Forward(input, *options);
+    input.start_hidden = start_hidden;
+    return model_.ForwardTensors(input, masks, options);
   }
 
   // Adds each row's correctness (argmax, first maximum on ties) and

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/model_tensors.h"
 
 namespace bertology {
 namespace {
@@ -101,9 +102,7 @@ class SweepTest : public ::testing::Test {
     for (const SweepExample& ex : examples) {
       auto input = model_->MakeBatch({&ex.encoding});
       EXPECT_TRUE(input.ok()) << input.status();
-      ForwardOptions options;
-      Model::FillMaskTensors({mask}, &options);
-      auto out = model_->Forward(*input, options);
+      auto out = model_->ForwardTensors(*input, {mask}, ForwardOptions());
       EXPECT_TRUE(out.ok()) << out.status();
       const torch::Tensor logits = out->logits.to(torch::kDouble);
       const auto a = logits.accessor<double, 2>();

@@ -3,6 +3,8 @@
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
 
+#include <exception>
+
 namespace bertology {
 namespace {
 
@@ -11,8 +13,15 @@ using GetThreadsFn = int (*)();
 
 }  // namespace
 
-ThreadSettings ConfigureThreads(int intra_op, int blas_threads) {
+ThreadSettings ConfigureThreads(int intra_op, int blas_threads, int inter_op) {
   if (intra_op > 0) at::set_num_threads(intra_op);
+  if (inter_op > 0) {
+    try {
+      at::set_num_interop_threads(inter_op);
+    } catch (const std::exception&) {
+      // Already set (it can be set once per process); keep the first value.
+    }
+  }
   // openblas_set_num_threads is not part of the BLAS interface: look it up
   // in whatever libblas.so.3 the loader picked.
   auto set_blas = reinterpret_cast<SetThreadsFn>(

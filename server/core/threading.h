@@ -15,11 +15,14 @@ struct ThreadSettings {
   int blas = 0;      // OpenBLAS pthreads; 0: leave, -1: not OpenBLAS
 };
 
-// Sets libtorch's intra-op pool to `intra_op` (when > 0) and OpenBLAS's
-// pool, when OpenBLAS is the BLAS loaded (found with dlsym at run time, so
-// any other BLAS is left alone), to `blas_threads` (when > 0). Returns what
-// is in effect afterwards. Call once at start-up, before serving.
-ThreadSettings ConfigureThreads(int intra_op, int blas_threads);
+// Sets libtorch's intra-op pool to `intra_op` (when > 0), its inter-op pool
+// to `inter_op` (when > 0; libtorch allows that once per process, so a
+// later call keeps the first value) and OpenBLAS's pool, when OpenBLAS is
+// the BLAS loaded (found with dlsym at run time, so any other BLAS is left
+// alone), to `blas_threads` (when > 0). Returns what is in effect
+// afterwards. Call once at start-up, before serving.
+ThreadSettings ConfigureThreads(int intra_op, int blas_threads,
+                                int inter_op = 0);
 
 }  // namespace bertology
 

@@ -1,5 +1,5 @@
 // Token- and word-level views of attention maps, and their byte encodings.
-// Plain C++ on row-major float maps; no libtorch, no gRPC.
+// Plain C++ on row-major float maps; no tensors, no gRPC.
 #ifndef BERTOLOGY_SERVICE_ATTENTION_VIEW_H_
 #define BERTOLOGY_SERVICE_ATTENTION_VIEW_H_
 

@@ -1,10 +1,7 @@
 #include "server/service/batcher.h"
 
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <cstdlib>
-#include <exception>
 #include <numeric>
 #include <thread>
 #include <utility>
@@ -107,13 +104,9 @@ absl::Status DynamicBatcher::Validate(const std::vector<BatchRow>& rows) const {
                          config.type_vocab_size, " segments"));
       }
     }
-    const HeadMask* mask = rows[i].mask.get();
-    if (mask != nullptr && (mask->layers() != config.num_hidden_layers ||
-                            mask->heads() != config.num_attention_heads)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "rows[", i, "].mask has shape ", mask->layers(), "x", mask->heads(),
-          "; the model has ", config.num_hidden_layers, "x",
-          config.num_attention_heads));
+    if (rows[i].mask != nullptr) {
+      RETURN_IF_ERROR(model_->CheckHeadMask(
+          *rows[i].mask, absl::StrCat("rows[", i, "].mask")));
     }
   }
   return absl::OkStatus();
@@ -224,35 +217,24 @@ std::vector<DynamicBatcher::QueuedRow> DynamicBatcher::TakeBatchLocked() {
 
 absl::StatusOr<Logits> DynamicBatcher::RunBatch(
     const std::vector<QueuedRow>& batch) const {
-  std::vector<const Encoding*> encodings;
-  std::vector<const HeadMask*> masks;
-  encodings.reserve(batch.size());
-  masks.reserve(batch.size());
+  std::vector<ModelRow> rows;
+  rows.reserve(batch.size());
   for (const QueuedRow& row : batch) {
-    encodings.push_back(row.row.encoding.get());
-    masks.push_back(row.row.mask.get());
+    rows.push_back(ModelRow{row.row.encoding.get(), row.row.mask.get()});
   }
-  try {
-    ASSIGN_OR_RETURN(ModelInput input, model_->MakeBatch(encodings));
-    ForwardOptions options;
-    Model::FillMaskTensors(masks, &options);
-    ASSIGN_OR_RETURN(ForwardOutput out, model_->Forward(input, options));
-    const torch::Tensor logits = out.logits.to(torch::kFloat).contiguous();
-    if (logits.dim() != 2 ||
-        logits.size(0) != static_cast<int64_t>(batch.size())) {
-      return absl::InternalError("model returned logits of the wrong shape");
-    }
-    const int64_t classes = logits.size(1);
-    const float* data = logits.data_ptr<float>();
-    Logits rows(batch.size());
-    for (size_t r = 0; r < batch.size(); ++r) {
-      rows[r].assign(data + r * classes, data + (r + 1) * classes);
-    }
-    return rows;
-  } catch (const std::exception& e) {
-    return absl::InternalError(
-        absl::StrCat("batched forward pass: ", e.what()));
+  ASSIGN_OR_RETURN(ForwardOutput out, model_->Forward(rows, ForwardOptions()));
+  const FloatArray& logits = out.logits;
+  if (logits.shape.size() != 2 ||
+      logits.shape[0] != static_cast<int64_t>(batch.size())) {
+    return absl::InternalError("model returned logits of the wrong shape");
   }
+  const int64_t classes = logits.shape[1];
+  const float* data = logits.data.data();
+  Logits per_row(batch.size());
+  for (size_t r = 0; r < batch.size(); ++r) {
+    per_row[r].assign(data + r * classes, data + (r + 1) * classes);
+  }
+  return per_row;
 }
 
 void DynamicBatcher::Complete(const std::vector<QueuedRow>& batch,

@@ -116,15 +116,11 @@ class BatcherTest : public ::testing::Test {
 
   // The reference: one row alone through Model::Forward.
   static std::vector<float> Single(const BatchRow& row) {
-    auto input = model_->MakeBatch({row.encoding.get()});
-    EXPECT_TRUE(input.ok()) << input.status();
-    ForwardOptions options;
-    Model::FillMaskTensors({row.mask.get()}, &options);
-    auto out = model_->Forward(*input, options);
+    auto out = model_->Forward({ModelRow{row.encoding.get(), row.mask.get()}},
+                               ForwardOptions());
     EXPECT_TRUE(out.ok()) << out.status();
-    const torch::Tensor logits = out->logits.contiguous();
-    return std::vector<float>(logits.data_ptr<float>(),
-                              logits.data_ptr<float>() + logits.size(1));
+    EXPECT_EQ(out->logits.shape.size(), 2u);
+    return out->logits.data;  // [1, C]
   }
 
   static void ExpectLogits(const Result& result,

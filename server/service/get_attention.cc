@@ -17,11 +17,11 @@
 namespace bertology {
 namespace {
 
-// The row-major [T x T] map of one head from a [1, H, T, T] float32 tensor.
-std::vector<float> HeadMap(const torch::Tensor& layer_maps, int head) {
-  torch::Tensor map = layer_maps[0][head].contiguous();
-  const float* data = map.data_ptr<float>();
-  return std::vector<float>(data, data + map.numel());
+// The row-major [T x T] map of one head from a layer's [1, H, T, T] maps.
+std::vector<float> HeadMap(const FloatArray& layer_maps, int head) {
+  const size_t t = static_cast<size_t>(layer_maps.shape[3]);
+  const float* data = layer_maps.data.data() + head * t * t;
+  return std::vector<float>(data, data + t * t);
 }
 
 void FillUnits(const Encoding& encoding, const std::vector<WordSpan>& spans,
@@ -88,12 +88,11 @@ absl::Status HandleGetAttention(const HandlerContext& ctx,
                    EncodeInput(model.tokenizer(), model.max_seq_len(),
                                request.input(), "input", *ctx.limits));
 
-  ASSIGN_OR_RETURN(ModelInput input, model.MakeBatch({&encoding}));
   ForwardOptions options;
-  if (!mask.IsIdentity()) Model::FillMaskTensors({&mask}, &options);
   options.attention_layers = layer_list;
   options.compute_logits = model.has_classifier();
-  ASSIGN_OR_RETURN(ForwardOutput output, model.Forward(input, options));
+  ASSIGN_OR_RETURN(ForwardOutput output,
+                   model.Forward({ModelRow{&encoding, &mask}}, options));
 
   response->set_model(served->name);
   response->set_truncated(encoding.truncated);
@@ -131,11 +130,10 @@ absl::Status HandleGetAttention(const HandlerContext& ctx,
                         : EncodeFloat32(map));
     }
   }
-  if (model.has_classifier() && output.logits.defined()) {
-    torch::Tensor logits = output.logits[0].contiguous();
-    const float* data = logits.data_ptr<float>();
-    FillPrediction(std::vector<float>(data, data + logits.numel()), c.id2label,
-                   encoding, response->mutable_prediction());
+  if (model.has_classifier() && !output.logits.data.empty()) {
+    // Row 0 of [1, C].
+    FillPrediction(output.logits.data, c.id2label, encoding,
+                   response->mutable_prediction());
   }
   return absl::OkStatus();
 }

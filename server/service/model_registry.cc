@@ -1,23 +1,17 @@
 #include "server/service/model_registry.h"
 
-#include <ATen/Parallel.h>
-#include <torch/cuda.h>
-
 #include <algorithm>
-#include <exception>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/head_mask.h"
 #include "server/core/model.h"
 #include "server/core/status_macros.h"
-#include "server/core/threading.h"
 #include "server/service/batcher.h"
 
 namespace bertology {
@@ -43,19 +37,20 @@ Encoding WarmupEncoding(const Model& model, int length) {
 absl::Status WarmUp(const Model& model, int passes, int batch_size) {
   if (passes <= 0) return absl::OkStatus();
   const Encoding encoding = WarmupEncoding(model, model.max_seq_len());
-  std::vector<const Encoding*> rows(std::max(1, batch_size), &encoding);
-  ASSIGN_OR_RETURN(ModelInput input, model.MakeBatch(rows));
   // Alternate unmasked and masked passes so both code paths are warm.
   const BertConfig& c = model.config();
   ASSIGN_OR_RETURN(HeadMask masked,
                    HeadMask::Ablate(c.num_hidden_layers, c.num_attention_heads,
                                     {LayerHead{0, 0}}, AblationMode::kUniform));
-  std::vector<const HeadMask*> masks(rows.size(), &masked);
+  const std::vector<ModelRow> plain(std::max(1, batch_size),
+                                    ModelRow{&encoding, nullptr});
+  const std::vector<ModelRow> with_mask(plain.size(),
+                                        ModelRow{&encoding, &masked});
+  ForwardOptions options;
+  options.compute_logits = model.has_classifier();
   for (int i = 0; i < passes; ++i) {
-    ForwardOptions options;
-    options.compute_logits = model.has_classifier();
-    if (i % 2 == 1) Model::FillMaskTensors(masks, &options);
-    RETURN_IF_ERROR(model.Forward(input, options).status());
+    RETURN_IF_ERROR(
+        model.Forward(i % 2 == 1 ? with_mask : plain, options).status());
   }
   return absl::OkStatus();
 }
@@ -76,13 +71,7 @@ absl::Status ModelRegistry::Load(const ModelLoadOptions& options) {
           absl::StrCat("--model: the name ", options.name, " is used twice"));
     }
   }
-  if (absl::StartsWith(options.device, "cuda") &&
-      !torch::cuda::is_available()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--device=", options.device,
-        ": CUDA is not available (this libtorch build or machine has no "
-        "usable GPU); use --device=cpu"));
-  }
+  // Model::Load checks the device (CUDA present, index in range) first.
   ModelOptions model_options;
   model_options.dir = options.dir;
   model_options.device = options.device;
@@ -159,16 +148,6 @@ void ModelRegistry::Shutdown() {
   shut_down_ = true;
   for (const auto& served : models_) {
     if (served->batcher) served->batcher->Shutdown();
-  }
-}
-
-void SetComputeThreads(int threads, int blas_threads) {
-  ConfigureThreads(threads, blas_threads);
-  if (threads <= 0) return;
-  try {
-    at::set_num_interop_threads(threads);
-  } catch (const std::exception&) {
-    // Already set (it can be set once per process); keep the first value.
   }
 }
 

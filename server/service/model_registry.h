@@ -83,12 +83,6 @@ class ModelRegistry {
   bool shut_down_ = false;
 };
 
-// Sets libtorch's intra-op (and, once per process, inter-op) thread counts
-// and, when OpenBLAS is the BLAS loaded, its own pthread pool (libtorch's
-// float32 GEMM runs there, outside at::set_num_threads). Values <= 0 keep
-// the library's default.
-void SetComputeThreads(int threads, int blas_threads);
-
 }  // namespace bertology
 
 #endif  // BERTOLOGY_SERVICE_MODEL_REGISTRY_H_

@@ -1,4 +1,4 @@
-// Core values into response messages (no libtorch, no gRPC).
+// Core values into response messages (no tensors, no gRPC).
 #ifndef BERTOLOGY_SERVICE_PROTO_CONVERSION_H_
 #define BERTOLOGY_SERVICE_PROTO_CONVERSION_H_
 

@@ -1,7 +1,7 @@
 // Turns request messages into core values, refusing bad input with
 // INVALID_ARGUMENT (or RESOURCE_EXHAUSTED for a limit) and a message that
 // names the offending field, e.g. "head_mask.dense.values[4]=nan is not in
-// [0, 1]". No libtorch here: these run before any model work.
+// [0, 1]". No tensors here: these run before any model work.
 #ifndef BERTOLOGY_SERVICE_REQUEST_VALIDATION_H_
 #define BERTOLOGY_SERVICE_REQUEST_VALIDATION_H_
 

@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "server/core/status_macros.h"
+#include "server/core/threading.h"
 #include "server/service/bertology_service.h"
 #include "server/service/metrics.h"
 #include "server/service/model_registry.h"
@@ -138,7 +139,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   impl->SetServing(false);
   if (o.on_listening) o.on_listening(impl->port, impl->metrics->port());
 
-  SetComputeThreads(o.threads, o.blas_threads);
+  ConfigureThreads(o.threads, o.blas_threads, /*inter_op=*/o.threads);
   ServiceMetrics* metrics = impl->metrics.get();
   for (const ServedModelSpec& spec : o.models) {
     ModelLoadOptions load;

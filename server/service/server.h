@@ -32,7 +32,7 @@ struct ServerOptions {
   std::vector<ServedModelSpec> models;   // the first is the default
   std::string listen = "0.0.0.0:50051";  // port 0 picks a free port
   std::string metrics_listen;            // empty: no metrics HTTP server
-  int threads = 0;       // libtorch intra/inter-op threads; 0 keeps defaults
+  int threads = 0;       // compute intra/inter-op threads; 0 keeps defaults
   int blas_threads = 0;  // OpenBLAS pthreads when loaded; 0 keeps default
   std::string device = "cpu";
   int max_seq_len = 0;  // 0: each model's own maximum

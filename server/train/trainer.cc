@@ -96,9 +96,9 @@ double Evaluate(BertForSequenceClassificationImpl& model,
   for (size_t i = 0; i < data.size(); i += batch_size) {
     size_t end = std::min(data.size(), i + batch_size);
     Batch b = MakeBatch(data, index, i, end);
-    BertRunOptions run;
+    ForwardOptions run;
     run.cls_only_last_layer = false;  // the trained numerics predate it
-    auto out = model.Run(b.ids, b.segments, b.mask, run);
+    auto out = model.Run(b.ids, b.segments, b.mask, /*masks=*/{}, run);
     torch::Tensor pred = out.logits.argmax(-1);
     auto p = pred.accessor<int64_t, 1>();
     for (size_t r = 0; r < end - i; ++r) {
@@ -261,13 +261,10 @@ absl::Status Train(const TrainOptions& o) {
       for (auto& g : optimizer.param_groups()) {
         static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
       }
-      BertRunOptions run;
+      ForwardOptions run;
       run.cls_only_last_layer = false;  // the trained numerics predate it
-      if (aux_layer > 0) {
-        run.capture_hidden.assign(o.layers + 1, false);
-        run.capture_hidden[aux_layer] = true;
-      }
-      auto out = model->Run(b.ids, b.segments, b.mask, run);
+      if (aux_layer > 0) run.capture_hidden = {aux_layer};
+      auto out = model->Run(b.ids, b.segments, b.mask, /*masks=*/{}, run);
       torch::Tensor loss =
           torch::nn::functional::cross_entropy(out.logits, b.labels);
       if (aux_layer > 0) {

@@ -1,0 +1,36 @@
+// What one forward pass computes besides the logits: the one options struct
+// of Model::Forward / Model::ForwardTensors (model.h, model_tensors.h) and of
+// BertForSequenceClassificationImpl::Run (bert_model.h). No libtorch.
+#ifndef BERTOLOGY_CORE_FORWARD_OPTIONS_H_
+#define BERTOLOGY_CORE_FORWARD_OPTIONS_H_
+
+#include <vector>
+
+namespace bertology {
+
+struct ForwardOptions {
+  // Layers whose post-mask attention probabilities to return, each in
+  // [start_layer, L).
+  std::vector<int> attention_layers;
+  // Run only layers [start_layer, L), starting from the input hidden state
+  // of layer `start_layer` (ForwardTensors' `start_hidden`, e.g. taken from
+  // a cached unmasked pass). 0: start from the embeddings.
+  int start_layer = 0;
+  // Layers whose *input* hidden state ([B, T, D]) to return, each in
+  // [start_layer, L]; layer L means the encoder output. Tensor level only
+  // (ForwardTensors).
+  std::vector<int> capture_hidden;
+  // Run pooler + classifier (FAILED_PRECONDITION on a plain BertModel).
+  bool compute_logits = true;
+  // Logits read only [CLS] of the last layer, so its queries, output
+  // projection and feed-forward run for that one row (keys and values for
+  // all): the same logits for about a tenth of the layer's work. Applied only
+  // when nothing else reads the last layer (no attention or output capture
+  // there). false runs it in full, as HF does (e.g. a baseline that models
+  // it, or the trainer, whose numerics predate it).
+  bool cls_only_last_layer = true;
+};
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CORE_FORWARD_OPTIONS_H_
