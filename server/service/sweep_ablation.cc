@@ -66,19 +66,27 @@ class EventWriter {
   bool failed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace
+// A validated sweep request: encoded examples and expanded masks.
+struct PlannedSweep {
+  std::vector<SweepExample> examples;
+  std::vector<SweepMask> masks;
+  int truncated = 0;       // examples cut to the model's length
+  int max_batch_rows = 0;  // 0: the server default
+  int64_t total_pairs() const {
+    return static_cast<int64_t>(masks.size() + 1) * examples.size();
+  }
+};
 
-absl::Status HandleSweepAblation(const HandlerContext& ctx,
-                                 const v1::SweepAblationRequest& request,
-                                 const SweepStream& stream) {
-  ASSIGN_OR_RETURN(const ServedModel* served,
-                   ctx.models->Find(request.model()));
-  const Model& model = *served->model;
+// Checks the request against the model and the limits (errors name the
+// field), tokenizes the examples and expands the mask specs.
+absl::StatusOr<PlannedSweep> PlanSweep(
+    const ServiceLimits& limits, const ServedModel& served,
+    const v1::SweepAblationRequest& request) {
+  const Model& model = *served.model;
   if (!model.has_classifier()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "model ", served->name, " has no classifier head to score a sweep"));
+        "model ", served.name, " has no classifier head to score a sweep"));
   }
-  const ServiceLimits& limits = *ctx.limits;
   if (request.examples().empty()) {
     return absl::InvalidArgumentError("examples is empty");
   }
@@ -88,20 +96,19 @@ absl::Status HandleSweepAblation(const HandlerContext& ctx,
                      " entries, over the limit --max_examples_per_sweep=",
                      limits.max_examples_per_sweep));
   }
-  const int rows = request.options().max_batch_rows();
-  if (rows < 0 || rows > kMaxSweepBatchRows) {
+  PlannedSweep plan;
+  plan.max_batch_rows = request.options().max_batch_rows();
+  if (plan.max_batch_rows < 0 || plan.max_batch_rows > kMaxSweepBatchRows) {
     return absl::InvalidArgumentError(
-        absl::StrCat("options.max_batch_rows=", rows, " is not in [0, ",
-                     kMaxSweepBatchRows, "]"));
+        absl::StrCat("options.max_batch_rows=", plan.max_batch_rows,
+                     " is not in [0, ", kMaxSweepBatchRows, "]"));
   }
   const BertConfig& c = model.config();
   ASSIGN_OR_RETURN(
       AblationMode mode,
       ParseAblationMode(request.mode(), AblationMode::kZero, "mode"));
   const int num_labels = static_cast<int>(c.id2label.size());
-  std::vector<SweepExample> examples;
-  examples.reserve(request.examples_size());
-  int truncated = 0;
+  plan.examples.reserve(request.examples_size());
   for (int i = 0; i < request.examples_size(); ++i) {
     const v1::LabeledExample& e = request.examples(i);
     if (e.label() < 0 || e.label() >= num_labels) {
@@ -113,90 +120,138 @@ absl::Status HandleSweepAblation(const HandlerContext& ctx,
         Encoding encoding,
         EncodeInput(model.tokenizer(), model.max_seq_len(), e.input(),
                     absl::StrCat("examples[", i, "].input"), limits));
-    truncated += encoding.truncated ? 1 : 0;
-    examples.push_back(SweepExample{std::move(encoding), e.label()});
+    plan.truncated += encoding.truncated ? 1 : 0;
+    plan.examples.push_back(SweepExample{std::move(encoding), e.label()});
   }
   SweepMaskOptions mask_options;
   mask_options.layers = c.num_hidden_layers;
   mask_options.heads = c.num_attention_heads;
   mask_options.mode = mode;
   mask_options.max_masks = limits.max_masks_per_sweep;
-  ASSIGN_OR_RETURN(std::vector<SweepMask> masks,
-                   ExpandMaskSpecs(request.masks(), mask_options));
+  ASSIGN_OR_RETURN(plan.masks, ExpandMaskSpecs(request.masks(), mask_options));
+  return plan;
+}
 
-  const int64_t total_pairs =
-      static_cast<int64_t>(masks.size() + 1) * examples.size();
-  EventWriter writer(stream);
-  {
+// Turns the executor's callbacks into stream events (results as deltas
+// against the baseline) and metrics. Lives as long as the call.
+class SweepEvents {
+ public:
+  SweepEvents(const HandlerContext& ctx, const std::string& model,
+              const PlannedSweep& plan, const SweepStream& stream)
+      : ctx_(ctx),
+        model_(model),
+        plan_(plan),
+        stream_(stream),
+        writer_(stream),
+        // This call's share of the gauges of running sweeps; taken back
+        // when it goes out of scope, however the handler ends.
+        metrics_(ctx.metrics->StartSweep(model, plan.total_pairs())) {}
+
+  void WritePlan() {
     v1::SweepAblationResponse event;
-    v1::SweepPlan* plan = event.mutable_plan();
-    plan->set_num_masks(static_cast<int>(masks.size()));
-    plan->set_num_examples(static_cast<int>(examples.size()));
-    plan->set_total_pairs(total_pairs);
-    plan->set_truncated_examples(truncated);
-    writer.Write(event);
+    v1::SweepPlan* out = event.mutable_plan();
+    out->set_num_masks(static_cast<int>(plan_.masks.size()));
+    out->set_num_examples(static_cast<int>(plan_.examples.size()));
+    out->set_total_pairs(plan_.total_pairs());
+    out->set_truncated_examples(plan_.truncated);
+    writer_.Write(event);
   }
-  // This call's share of the gauges of running sweeps; taken back when it
-  // goes out of scope, however the handler ends.
-  std::unique_ptr<ServiceMetrics::SweepRecorder> sweep_metrics =
-      ctx.metrics->StartSweep(served->name, total_pairs);
 
-  MaskResult baseline;
-  int64_t reported_done = 0;
-  absl::Time last_progress = absl::InfinitePast();
-  SweepCallbacks callbacks;
-  callbacks.on_baseline = [&](const MaskResult& r) {
-    baseline = r;
+  SweepCallbacks Callbacks() {
+    SweepCallbacks callbacks;
+    callbacks.on_baseline = [this](const MaskResult& r) { OnBaseline(r); };
+    callbacks.on_result = [this](const MaskResult& r) { OnResult(r); };
+    callbacks.on_progress = [this](int64_t done, int64_t total) {
+      OnProgress(done, total);
+    };
+    callbacks.is_cancelled = [this] {
+      return writer_.failed() ||
+             (stream_.is_cancelled && stream_.is_cancelled());
+    };
+    return callbacks;
+  }
+
+  // The call's status from the executor's, counting unscored pairs as
+  // abandoned in the metrics.
+  absl::Status Finish(absl::Status status) {
+    if (status.ok() && writer_.failed()) {
+      status = absl::CancelledError("the client went away");
+    } else if (absl::IsCancelled(status)) {
+      status = absl::CancelledError(
+          absl::StrCat("sweep cancelled after ", reported_done_, " of ",
+                       plan_.total_pairs(), " pairs"));
+    }
+    metrics_->Finish(status);
+    return status;
+  }
+
+ private:
+  void OnBaseline(const MaskResult& r) {
+    baseline_ = r;
     v1::SweepAblationResponse event;
     v1::MaskResult* out = event.mutable_baseline();
     out->set_mask_index(-1);
     out->set_mask_id("baseline");
     out->set_spec("no mask");
     FillResult(r, r, out);
-    writer.Write(event);
-  };
-  callbacks.on_result = [&](const MaskResult& r) {
-    const SweepMask& m = masks.at(r.mask_index);
+    writer_.Write(event);
+  }
+
+  void OnResult(const MaskResult& r) {
+    const SweepMask& m = plan_.masks.at(r.mask_index);
     v1::SweepAblationResponse event;
     v1::MaskResult* out = event.mutable_result();
     out->set_mask_index(r.mask_index);
     out->set_mask_id(m.id);
     out->set_spec(m.spec);
     FillLayerHeads(m.mask.AffectedHeads(), out->mutable_ablated());
-    FillResult(r, baseline, out);
-    writer.Write(event);
-    ctx.metrics->AddMasks(served->name, 1);
-  };
-  callbacks.on_progress = [&](int64_t done, int64_t total) {
-    sweep_metrics->AddScored(done - reported_done);
-    reported_done = done;
+    FillResult(r, baseline_, out);
+    writer_.Write(event);
+    ctx_.metrics->AddMasks(model_, 1);
+  }
+
+  void OnProgress(int64_t done, int64_t total) {
+    metrics_->AddScored(done - reported_done_);
+    reported_done_ = done;
     const absl::Time now = absl::Now();
-    if (done < total && now - last_progress < kProgressInterval) return;
-    last_progress = now;
+    if (done < total && now - last_progress_ < kProgressInterval) return;
+    last_progress_ = now;
     v1::SweepAblationResponse event;
     event.mutable_progress()->set_done(done);
     event.mutable_progress()->set_total(total);
-    writer.Write(event);
-  };
-  callbacks.is_cancelled = [&] {
-    return writer.failed() || (stream.is_cancelled && stream.is_cancelled());
-  };
-
-  SweepOptions sweep_options;
-  sweep_options.max_batch_rows = rows > 0 ? rows : limits.max_batch_size;
-  sweep_options.cache_budget_bytes = limits.sweep_cache_bytes;
-  SweepExecutor executor(&model, sweep_options);
-  absl::Status status = executor.Run(examples, masks, callbacks);
-  if (status.ok() && writer.failed()) {
-    status = absl::CancelledError("the client went away");
-  } else if (absl::IsCancelled(status)) {
-    status = absl::CancelledError(absl::StrCat("sweep cancelled after ",
-                                               reported_done, " of ",
-                                               total_pairs, " pairs"));
+    writer_.Write(event);
   }
-  // Pairs never scored are abandoned (cancelled or failed), not done.
-  sweep_metrics->Finish(status);
-  return status;
+
+  const HandlerContext& ctx_;
+  const std::string model_;
+  const PlannedSweep& plan_;
+  const SweepStream& stream_;
+  EventWriter writer_;
+  std::unique_ptr<ServiceMetrics::SweepRecorder> metrics_;
+  // Touched only from the executor's callbacks, one at a time.
+  MaskResult baseline_;
+  int64_t reported_done_ = 0;
+  absl::Time last_progress_ = absl::InfinitePast();
+};
+
+}  // namespace
+
+absl::Status HandleSweepAblation(const HandlerContext& ctx,
+                                 const v1::SweepAblationRequest& request,
+                                 const SweepStream& stream) {
+  ASSIGN_OR_RETURN(const ServedModel* served,
+                   ctx.models->Find(request.model()));
+  ASSIGN_OR_RETURN(const PlannedSweep plan,
+                   PlanSweep(*ctx.limits, *served, request));
+  SweepEvents events(ctx, served->name, plan, stream);
+  events.WritePlan();
+  SweepOptions options;
+  options.max_batch_rows = plan.max_batch_rows > 0 ? plan.max_batch_rows
+                                                   : ctx.limits->max_batch_size;
+  options.cache_budget_bytes = ctx.limits->sweep_cache_bytes;
+  SweepExecutor executor(served->model.get(), options);
+  return events.Finish(
+      executor.Run(plan.examples, plan.masks, events.Callbacks()));
 }
 
 }  // namespace bertology
