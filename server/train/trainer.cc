@@ -132,9 +132,16 @@ std::string FormatDuration(double seconds) {
   return buf;
 }
 
-}  // namespace
+// The encoded train and dev sets, the label set and the vocabulary built
+// from the training texts. Draws no random numbers.
+struct TrainData {
+  std::vector<std::string> labels;
+  std::vector<std::string> vocab_tokens;
+  std::vector<Encoded> train;
+  std::vector<Encoded> dev;
+};
 
-absl::Status Train(const TrainOptions& o) {
+absl::StatusOr<TrainData> PrepareData(const TrainOptions& o) {
   ASSIGN_OR_RETURN(auto train_rows, ReadPairDataset(o.train_path, o.columns));
   if (o.max_train_examples > 0 &&
       static_cast<int>(train_rows.size()) > o.max_train_examples) {
@@ -151,6 +158,8 @@ absl::Status Train(const TrainOptions& o) {
   std::map<std::string, int> label_ids;
   for (size_t i = 0; i < labels.size(); ++i) label_ids[labels[i]] = i;
 
+  TrainData data;
+  data.labels = labels;
   std::vector<std::string> texts;
   for (const auto& r : train_rows) {
     texts.push_back(r.text_a);
@@ -159,15 +168,83 @@ absl::Status Train(const TrainOptions& o) {
   VocabBuilderOptions vb;
   vb.do_lower_case = o.do_lower_case;
   vb.min_word_count = o.min_word_count;
-  ASSIGN_OR_RETURN(auto vocab_tokens, BuildVocab(texts, vb));
-  ASSIGN_OR_RETURN(Vocab vocab, Vocab::FromTokens(vocab_tokens, "built vocab"));
+  ASSIGN_OR_RETURN(data.vocab_tokens, BuildVocab(texts, vb));
+  ASSIGN_OR_RETURN(Vocab vocab,
+                   Vocab::FromTokens(data.vocab_tokens, "built vocab"));
   TokenizerOptions tok_options;
   tok_options.do_lower_case = o.do_lower_case;
   Tokenizer tokenizer(vocab, tok_options);
-  ASSIGN_OR_RETURN(auto train, EncodeAll(train_rows, tokenizer, label_ids,
+  ASSIGN_OR_RETURN(data.train, EncodeAll(train_rows, tokenizer, label_ids,
                                          o.max_len, o.train_path));
-  ASSIGN_OR_RETURN(auto dev, EncodeAll(dev_rows, tokenizer, label_ids,
+  ASSIGN_OR_RETURN(data.dev, EncodeAll(dev_rows, tokenizer, label_ids,
                                        o.max_len, o.dev_path));
+  return data;
+}
+
+// AdamW over every parameter of `modules` (null ones skipped), with no
+// weight decay on biases and LayerNorm, as in HF's run_glue. Draws no
+// random numbers.
+torch::optim::AdamW MakeOptimizer(
+    const TrainOptions& o, const std::vector<torch::nn::Module*>& modules) {
+  std::vector<torch::Tensor> decay, no_decay;
+  auto add_params = [&](torch::nn::Module& m) {
+    for (auto& p : m.named_parameters()) {
+      bool nd = p.key().find("bias") != std::string::npos ||
+                p.key().find("LayerNorm") != std::string::npos;
+      (nd ? no_decay : decay).push_back(p.value());
+    }
+  };
+  for (torch::nn::Module* m : modules) {
+    if (m != nullptr) add_params(*m);
+  }
+  torch::optim::AdamWOptions adam(o.learning_rate);
+  adam.weight_decay(o.weight_decay).eps(1e-8);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay,
+                      std::make_unique<torch::optim::AdamWOptions>(adam));
+  auto adam_nd = adam;
+  adam_nd.weight_decay(0.0);
+  groups.emplace_back(no_decay,
+                      std::make_unique<torch::optim::AdamWOptions>(adam_nd));
+  return torch::optim::AdamW(groups, adam);
+}
+
+// config.json, model.safetensors, vocab.txt, tokenizer_config.json and
+// train_log.json in o.out_dir.
+absl::Status WriteOutputs(const TrainOptions& o, const BertConfig& config,
+                          const StateDict& best,
+                          const std::vector<std::string>& vocab_tokens,
+                          const nlohmann::json& log, double best_dev,
+                          int64_t train_examples) {
+  std::filesystem::create_directories(o.out_dir);
+  RETURN_IF_ERROR(WriteText(o.out_dir + "/config.json", config.ToJson()));
+  RETURN_IF_ERROR(WriteSafetensors(best, o.out_dir + "/model.safetensors"));
+  std::string vocab_text;
+  for (const auto& t : vocab_tokens) absl::StrAppend(&vocab_text, t, "\n");
+  RETURN_IF_ERROR(WriteText(o.out_dir + "/vocab.txt", vocab_text));
+  nlohmann::json tok = {{"do_lower_case", o.do_lower_case},
+                        {"model_max_length", o.max_len},
+                        {"tokenizer_class", "BertTokenizer"}};
+  RETURN_IF_ERROR(
+      WriteText(o.out_dir + "/tokenizer_config.json", tok.dump(2) + "\n"));
+  nlohmann::json summary = {{"epochs", log},
+                            {"best_dev_accuracy", best_dev},
+                            {"train_examples", train_examples},
+                            {"seed", o.seed},
+                            {"threads", torch::get_num_threads()}};
+  RETURN_IF_ERROR(
+      WriteText(o.out_dir + "/train_log.json", summary.dump(2) + "\n"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Train(const TrainOptions& o) {
+  ASSIGN_OR_RETURN(TrainData data, PrepareData(o));
+  const std::vector<std::string>& labels = data.labels;
+  const std::vector<std::string>& vocab_tokens = data.vocab_tokens;
+  const auto& train = data.train;
+  const auto& dev = data.dev;
 
   BertConfig config;
   config.vocab_size = static_cast<int>(vocab_tokens.size());
@@ -203,30 +280,8 @@ absl::Status Train(const TrainOptions& o) {
     InitWeights(*aux_next);
   }
 
-  // No weight decay on biases and LayerNorm, as in HF's run_glue.
-  std::vector<torch::Tensor> decay, no_decay;
-  auto add_params = [&](torch::nn::Module& m) {
-    for (auto& p : m.named_parameters()) {
-      bool nd = p.key().find("bias") != std::string::npos ||
-                p.key().find("LayerNorm") != std::string::npos;
-      (nd ? no_decay : decay).push_back(p.value());
-    }
-  };
-  add_params(*model);
-  if (aux_layer > 0) {
-    add_params(*aux_prev);
-    add_params(*aux_next);
-  }
-  torch::optim::AdamWOptions adam(o.learning_rate);
-  adam.weight_decay(o.weight_decay).eps(1e-8);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay,
-                      std::make_unique<torch::optim::AdamWOptions>(adam));
-  auto adam_nd = adam;
-  adam_nd.weight_decay(0.0);
-  groups.emplace_back(no_decay,
-                      std::make_unique<torch::optim::AdamWOptions>(adam_nd));
-  torch::optim::AdamW optimizer(groups, adam);
+  torch::optim::AdamW optimizer = MakeOptimizer(
+      o, {model.ptr().get(), aux_prev.ptr().get(), aux_next.ptr().get()});
 
   const int64_t steps_per_epoch =
       (static_cast<int64_t>(train.size()) + o.batch_size - 1) / o.batch_size;
@@ -337,24 +392,8 @@ absl::Status Train(const TrainOptions& o) {
     }
   }
 
-  std::filesystem::create_directories(o.out_dir);
-  RETURN_IF_ERROR(WriteText(o.out_dir + "/config.json", config.ToJson()));
-  RETURN_IF_ERROR(WriteSafetensors(best, o.out_dir + "/model.safetensors"));
-  std::string vocab_text;
-  for (const auto& t : vocab_tokens) absl::StrAppend(&vocab_text, t, "\n");
-  RETURN_IF_ERROR(WriteText(o.out_dir + "/vocab.txt", vocab_text));
-  nlohmann::json tok = {{"do_lower_case", o.do_lower_case},
-                        {"model_max_length", o.max_len},
-                        {"tokenizer_class", "BertTokenizer"}};
-  RETURN_IF_ERROR(
-      WriteText(o.out_dir + "/tokenizer_config.json", tok.dump(2) + "\n"));
-  nlohmann::json summary = {{"epochs", log},
-                            {"best_dev_accuracy", best_dev},
-                            {"train_examples", train.size()},
-                            {"seed", o.seed},
-                            {"threads", torch::get_num_threads()}};
-  RETURN_IF_ERROR(
-      WriteText(o.out_dir + "/train_log.json", summary.dump(2) + "\n"));
+  RETURN_IF_ERROR(WriteOutputs(o, config, best, vocab_tokens, log, best_dev,
+                               static_cast<int64_t>(train.size())));
   std::fprintf(stderr, "wrote %s (best dev accuracy %.4f)\n", o.out_dir.c_str(),
                best_dev);
   return absl::OkStatus();
