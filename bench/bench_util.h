@@ -8,8 +8,8 @@
 
 #include "absl/status/statusor.h"
 #include "bench/bench_stats.h"
-#include "server/core/model.h"
-#include "server/core/sweep.h"
+#include "server/core/model/model.h"
+#include "server/core/sweep/sweep.h"
 
 namespace bertology::bench {
 

@@ -9,9 +9,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "server/core/bert_config.h"
-#include "server/core/bert_model.h"
-#include "server/core/state_dict.h"
+#include "server/core/checkpoint/bert_config.h"
+#include "server/core/model/bert_model.h"
+#include "server/core/checkpoint/state_dict.h"
 
 namespace bertology::bench {
 namespace {

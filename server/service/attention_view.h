@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "server/core/tokenizer.h"
+#include "server/core/tokenizer/tokenizer.h"
 
 namespace bertology {
 

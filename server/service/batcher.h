@@ -23,8 +23,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/head_mask.h"
-#include "server/core/model.h"
-#include "server/core/tokenizer.h"
+#include "server/core/model/model.h"
+#include "server/core/tokenizer/tokenizer.h"
 #include "common/clock.h"
 
 namespace bertology {

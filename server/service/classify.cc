@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "server/core/model.h"
+#include "server/core/model/model.h"
 #include "server/core/status_macros.h"
 #include "server/service/batcher.h"
 #include "server/service/handlers.h"

@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "server/core/model.h"
+#include "server/core/model/model.h"
 #include "server/core/status_macros.h"
 #include "server/service/attention_view.h"
 #include "server/service/handlers.h"

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "server/core/model.h"
+#include "server/core/model/model.h"
 #include "server/core/status_macros.h"
 #include "server/service/handlers.h"
 #include "server/service/model_registry.h"

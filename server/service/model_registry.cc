@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/head_mask.h"
-#include "server/core/model.h"
+#include "server/core/model/model.h"
 #include "server/core/status_macros.h"
 #include "server/service/batcher.h"
 

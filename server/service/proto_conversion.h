@@ -7,7 +7,7 @@
 
 #include "bertology/v1/bertology.pb.h"
 #include "common/head_mask.h"
-#include "server/core/tokenizer.h"
+#include "server/core/tokenizer/tokenizer.h"
 
 namespace bertology {
 

@@ -14,7 +14,7 @@
 #include "bertology/v1/bertology.pb.h"
 #include "common/head_mask.h"
 #include "common/utf8.h"
-#include "server/core/tokenizer.h"
+#include "server/core/tokenizer/tokenizer.h"
 #include "server/service/service_limits.h"
 
 namespace bertology {

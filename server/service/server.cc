@@ -17,7 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "server/core/status_macros.h"
-#include "server/core/threading.h"
+#include "server/core/model/threading.h"
 #include "server/service/bertology_service.h"
 #include "server/service/metrics.h"
 #include "server/service/model_registry.h"

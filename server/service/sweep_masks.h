@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "bertology/v1/bertology.pb.h"
-#include "server/core/sweep.h"
+#include "server/core/sweep/sweep.h"
 
 namespace bertology {
 

@@ -1,6 +1,6 @@
 // Tokenize: the model's own word pieces, with spans and word indices.
 #include "absl/status/status.h"
-#include "server/core/model.h"
+#include "server/core/model/model.h"
 #include "server/core/status_macros.h"
 #include "server/service/handlers.h"
 #include "server/service/model_registry.h"

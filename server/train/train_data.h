@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/pair_dataset.h"
-#include "server/core/tokenizer.h"
+#include "server/core/tokenizer/tokenizer.h"
 
 namespace bertology {
 

@@ -16,10 +16,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "server/core/bert_model.h"
-#include "server/core/state_dict.h"
+#include "server/core/checkpoint/state_dict.h"
+#include "server/core/model/bert_model.h"
 #include "server/core/status_macros.h"
-#include "server/core/tokenizer.h"
+#include "server/core/tokenizer/tokenizer.h"
 #include "server/train/train_data.h"
 #include "server/train/vocab_builder.h"
 
@@ -181,7 +181,7 @@ absl::StatusOr<TrainData> PrepareData(const TrainOptions& o) {
   return data;
 }
 
-// AdamW over every parameter of `modules` (null ones skipped), with no
+// AdamW over every parameter of `modules`, with no
 // weight decay on biases and LayerNorm, as in HF's run_glue. Draws no
 // random numbers.
 torch::optim::AdamW MakeOptimizer(
@@ -194,9 +194,7 @@ torch::optim::AdamW MakeOptimizer(
       (nd ? no_decay : decay).push_back(p.value());
     }
   };
-  for (torch::nn::Module* m : modules) {
-    if (m != nullptr) add_params(*m);
-  }
+  for (torch::nn::Module* m : modules) add_params(*m);
   torch::optim::AdamWOptions adam(o.learning_rate);
   adam.weight_decay(o.weight_decay).eps(1e-8);
   std::vector<torch::optim::OptimizerParamGroup> groups;
@@ -280,8 +278,12 @@ absl::Status Train(const TrainOptions& o) {
     InitWeights(*aux_next);
   }
 
-  torch::optim::AdamW optimizer = MakeOptimizer(
-      o, {model.ptr().get(), aux_prev.ptr().get(), aux_next.ptr().get()});
+  std::vector<torch::nn::Module*> trained = {model.ptr().get()};
+  if (aux_layer > 0) {
+    trained.push_back(aux_prev.ptr().get());
+    trained.push_back(aux_next.ptr().get());
+  }
+  torch::optim::AdamW optimizer = MakeOptimizer(o, trained);
 
   const int64_t steps_per_epoch =
       (static_cast<int64_t>(train.size()) + o.batch_size - 1) / o.batch_size;

@@ -15,7 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/core/model.h"
+#include "server/core/model/model.h"
 
 namespace bertology {
 namespace {

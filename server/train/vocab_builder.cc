@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/core/basic_tokenizer.h"
+#include "server/core/tokenizer/basic_tokenizer.h"
 #include "common/utf8.h"
 
 namespace bertology {

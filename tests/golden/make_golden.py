@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""Makes the numerical goldens for the C++ BERT (server/core/model_test.cc).
+"""Makes the numerical goldens for the C++ BERT (server/core/model/model_test.cc).
 
 An independent reference: a BERT for sequence classification written in
 plain PyTorch, mirroring HF transformers' eager BertForSequenceClassification
 (v4.x modeling_bert.py: embeddings, BertSelfAttention with `head_mask`
 multiplied into the probabilities after the softmax, BertSelfOutput,
 BertIntermediate, BertOutput, BertPooler, classifier). The uniform ablation
-mode follows the formula documented in server/core/head_mask.h:
+mode follows the formula documented in common/head_mask.h:
     p' = m * p + (1 - m) * u,  u[b, h, i, j] = mask[b, j] / sum_j mask[b, j].
 The reference computes in float64 from the float32 weights it writes, so the
 goldens are the exact answer for those weights, not another float32 run.

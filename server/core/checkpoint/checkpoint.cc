@@ -1,0 +1,210 @@
+// Checkpoint::Load: an HF BERT directory read and checked against its own
+// config, so the model code can index weights without further checks.
+#include "server/core/checkpoint/checkpoint.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+#include "server/core/status_macros.h"
+
+namespace bertology {
+namespace {
+
+namespace fs = std::filesystem;
+using Shape = std::vector<int64_t>;
+
+std::string ShapeString(const Shape& s) {
+  return absl::StrCat("[", absl::StrJoin(s, ", "), "]");
+}
+
+// HF names: "bert." prefix on the encoder, LayerNorm weight/bias (older
+// TF-converted checkpoints say gamma/beta), no position_ids buffer.
+StateDict NormaliseKeys(StateDict in) {
+  StateDict out;
+  for (auto& [key, tensor] : in) {
+    std::string k = key;
+    for (const char* p : {"embeddings.", "encoder.", "pooler."}) {
+      if (absl::StartsWith(k, p)) k = "bert." + k;
+    }
+    if (absl::EndsWith(k, "LayerNorm.gamma")) {
+      k = k.substr(0, k.size() - 5) + "weight";
+    } else if (absl::EndsWith(k, "LayerNorm.beta")) {
+      k = k.substr(0, k.size() - 4) + "bias";
+    }
+    if (k == "bert.embeddings.position_ids") continue;
+    out[k] = std::move(tensor);
+  }
+  return out;
+}
+
+// Every key the encoder needs, with the shape the config implies.
+std::vector<std::pair<std::string, Shape>> RequiredShapes(const BertConfig& c) {
+  const int64_t d = c.hidden_size, i = c.intermediate_size;
+  std::vector<std::pair<std::string, Shape>> req = {
+      {"bert.embeddings.word_embeddings.weight", {c.vocab_size, d}},
+      {"bert.embeddings.position_embeddings.weight",
+       {c.max_position_embeddings, d}},
+      {"bert.embeddings.token_type_embeddings.weight", {c.type_vocab_size, d}},
+      {"bert.embeddings.LayerNorm.weight", {d}},
+      {"bert.embeddings.LayerNorm.bias", {d}},
+  };
+  auto linear = [&](const std::string& name, int64_t out_dim, int64_t in_dim) {
+    req.push_back({name + ".weight", {out_dim, in_dim}});
+    req.push_back({name + ".bias", {out_dim}});
+  };
+  auto layer_norm = [&](const std::string& name) {
+    req.push_back({name + ".weight", {d}});
+    req.push_back({name + ".bias", {d}});
+  };
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = absl::StrCat("bert.encoder.layer.", l, ".");
+    linear(p + "attention.self.query", d, d);
+    linear(p + "attention.self.key", d, d);
+    linear(p + "attention.self.value", d, d);
+    linear(p + "attention.output.dense", d, d);
+    layer_norm(p + "attention.output.LayerNorm");
+    linear(p + "intermediate.dense", i, d);
+    linear(p + "output.dense", d, i);
+    layer_norm(p + "output.LayerNorm");
+  }
+  return req;
+}
+
+absl::Status CheckShape(const StateDict& w, const std::string& file,
+                        const std::string& key, const Shape& expected) {
+  auto it = w.find(key);
+  if (it == w.end()) {
+    return absl::NotFoundError(absl::StrCat(file, ": missing key ", key,
+                                            " (expected shape ",
+                                            ShapeString(expected), ")"));
+  }
+  const Shape actual = it->second.sizes().vec();
+  if (actual != expected) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": key ", key, " has shape ", ShapeString(actual),
+                     ", expected ", ShapeString(expected)));
+  }
+  return absl::OkStatus();
+}
+
+// has_classifier, and id2label made to agree with the classifier rows.
+absl::Status CheckClassifier(Checkpoint* ckpt) {
+  const StateDict& w = ckpt->weights;
+  const std::string& file = ckpt->weights_file;
+  auto it = w.find("classifier.weight");
+  if (it == w.end()) return absl::OkStatus();
+  const int64_t d = ckpt->config.hidden_size;
+  if (it->second.dim() != 2 || it->second.size(1) != d) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": key classifier.weight has shape ",
+                     ShapeString(it->second.sizes().vec()),
+                     ", expected [num_labels, ", d, "]"));
+  }
+  const int64_t num_labels = it->second.size(0);
+  RETURN_IF_ERROR(CheckShape(w, file, "classifier.bias", {num_labels}));
+  RETURN_IF_ERROR(CheckShape(w, file, "bert.pooler.dense.weight", {d, d}));
+  RETURN_IF_ERROR(CheckShape(w, file, "bert.pooler.dense.bias", {d}));
+  auto& labels = ckpt->config.id2label;
+  if (labels.empty()) {
+    for (int64_t k = 0; k < num_labels; ++k) {
+      labels.push_back(absl::StrCat("LABEL_", k));
+    }
+  } else if (static_cast<int64_t>(labels.size()) != num_labels) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ckpt->dir, "/config.json: id2label has ", labels.size(), " labels but ",
+        file, " has a classifier with ", num_labels, " rows"));
+  }
+  ckpt->has_classifier = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> ReadDoLowerCase(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return true;  // optional file: BERT's default is uncased
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const auto j = nlohmann::json::parse(buf.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError(path + ": not a JSON object");
+  }
+  auto it = j.find("do_lower_case");
+  if (it == j.end()) return true;
+  if (!it->is_boolean()) {
+    return absl::InvalidArgumentError(path + ": do_lower_case must be a bool");
+  }
+  return it->get<bool>();
+}
+
+// The tokenizer library validates vocab.txt fully; this only refuses a
+// directory whose vocab could never start a BERT input.
+absl::Status CheckVocab(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(path + ": missing (required)");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line == "[CLS]") return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(path + ": vocab has no [CLS] token");
+}
+
+}  // namespace
+
+absl::StatusOr<Checkpoint> Checkpoint::Load(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat(dir, ": model directory does not exist"));
+  }
+  Checkpoint ckpt;
+  ckpt.dir = dir;
+  const fs::path root(dir);
+  const std::string config_path = (root / "config.json").string();
+  if (!fs::exists(config_path, ec)) {
+    return absl::NotFoundError(config_path + ": missing (required)");
+  }
+  ASSIGN_OR_RETURN(ckpt.config, BertConfig::FromFile(config_path));
+
+  const std::string st_path = (root / "model.safetensors").string();
+  const std::string bin_path = (root / "pytorch_model.bin").string();
+  StateDict raw;
+  if (fs::exists(st_path, ec)) {
+    ckpt.weights_file = st_path;
+    ASSIGN_OR_RETURN(raw, ReadSafetensors(st_path));
+  } else if (fs::exists(bin_path, ec)) {
+    ckpt.weights_file = bin_path;
+    ASSIGN_OR_RETURN(raw, ReadPytorchBin(bin_path));
+  } else {
+    return absl::NotFoundError(
+        absl::StrCat(dir,
+                     ": no weights file; looked for model.safetensors and "
+                     "pytorch_model.bin"));
+  }
+  ckpt.weights = NormaliseKeys(std::move(raw));
+  for (const auto& [key, shape] : RequiredShapes(ckpt.config)) {
+    RETURN_IF_ERROR(CheckShape(ckpt.weights, ckpt.weights_file, key, shape));
+  }
+  RETURN_IF_ERROR(CheckClassifier(&ckpt));
+  ckpt.weights_dtype = DtypeName(
+      ckpt.weights.at("bert.embeddings.word_embeddings.weight").scalar_type());
+  if (ckpt.weights_dtype != "F32" && ckpt.weights_dtype != "F16" &&
+      ckpt.weights_dtype != "BF16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ckpt.weights_file, ": weights dtype ", ckpt.weights_dtype,
+                     " is not F32, F16 or BF16"));
+  }
+  ASSIGN_OR_RETURN(ckpt.do_lower_case,
+                   ReadDoLowerCase((root / "tokenizer_config.json").string()));
+  ckpt.vocab_file = (root / "vocab.txt").string();
+  RETURN_IF_ERROR(CheckVocab(ckpt.vocab_file));
+  return ckpt;
+}
+
+}  // namespace bertology

@@ -1,0 +1,35 @@
+// An HF model directory, read and validated, not yet turned into a model.
+#ifndef BERTOLOGY_CORE_CHECKPOINT_H_
+#define BERTOLOGY_CORE_CHECKPOINT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/core/checkpoint/bert_config.h"
+#include "server/core/checkpoint/state_dict.h"
+
+namespace bertology {
+
+struct Checkpoint {
+  std::string dir;
+  BertConfig config;
+  // Keys normalised to HF's BertForSequenceClassification names: "bert."
+  // prefix added where the file had none, legacy LayerNorm gamma/beta
+  // renamed to weight/bias. Tensors keep the file's dtype.
+  StateDict weights;
+  std::string weights_file;   // path of the file the weights came from
+  std::string weights_dtype;  // "F32", "F16" or "BF16" (the file's dtype)
+  std::string vocab_file;     // path to vocab.txt
+  bool do_lower_case = true;  // from tokenizer_config.json, default true
+  // True when `classifier.*` (and `bert.pooler.*`) are present.
+  bool has_classifier = false;
+
+  // Reads config.json, model.safetensors (preferred) or pytorch_model.bin,
+  // tokenizer_config.json (optional) and checks vocab.txt exists. Errors
+  // name the file and the fault.
+  static absl::StatusOr<Checkpoint> Load(const std::string& dir);
+};
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CORE_CHECKPOINT_H_

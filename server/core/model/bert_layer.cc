@@ -1,0 +1,183 @@
+#include "server/core/model/bert_layer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace bertology {
+
+Activation ActivationFromName(const std::string& name) {
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh") {
+    return Activation::kGeluTanh;
+  }
+  if (name == "relu") return Activation::kRelu;
+  return Activation::kGeluErf;
+}
+
+// ---- Ablation modes: the one place for their formulas. ----
+// A new AblationMode (head_mask.h) needs its case here and nothing else: the
+// switch has no default, so the compiler names a mode left out.
+std::vector<AttentionContext::AblationFill> MakeAblationFills(
+    const std::vector<AblationMode>& row_modes,
+    const torch::Tensor& attention_mask) {
+  std::vector<AttentionContext::AblationFill> fills;
+  // Each mode in use once, in enum order (a fixed order of additions).
+  const std::set<AblationMode> modes(row_modes.begin(), row_modes.end());
+  for (AblationMode mode : modes) {
+    torch::Tensor target;
+    switch (mode) {
+      case AblationMode::kZero:  // p' = m * p: nothing moves in
+        break;
+      case AblationMode::kUniform:
+        // Uniform over the row's real tokens (Kovaleva et al. 2019). Rows
+        // with no real token would divide by 0; they attend nowhere.
+        target = attention_mask /
+                 attention_mask.sum(-1, /*keepdim=*/true).clamp_min(1);
+        break;
+    }
+    if (!target.defined()) continue;
+    std::vector<float> in_mode(row_modes.size(), 0.0f);
+    for (size_t r = 0; r < row_modes.size(); ++r) {
+      in_mode[r] = row_modes[r] == mode ? 1.0f : 0.0f;
+    }
+    const int64_t b = static_cast<int64_t>(row_modes.size());
+    torch::Tensor rows =
+        torch::tensor(in_mode, torch::kFloat)
+            .to(attention_mask.device(), attention_mask.scalar_type())
+            .view({b, 1, 1, 1});
+    fills.push_back({mode, rows, target});
+  }
+  return fills;
+}
+
+torch::Tensor ApplyHeadMask(const torch::Tensor& probs, const LayerMask& mask,
+                            const AttentionContext& context) {
+  if (!mask.values.defined()) return probs;
+  // [B, H] -> [B, H, 1, 1]. A head whose value is 0 for every zero-mode row
+  // contributes nothing; skipping its matmuls is a later optimisation.
+  const torch::Tensor m =
+      mask.values.view({mask.values.size(0), mask.values.size(1), 1, 1});
+  torch::Tensor out = probs * m;
+  for (const AttentionContext::AblationFill& fill : context.fills) {
+    out = out + ((1 - m) * fill.target) * fill.rows;
+  }
+  return out;
+}
+
+BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& config,
+                                             double attention_dropout)
+    : num_heads_(config.num_attention_heads), head_size_(config.head_size()) {
+  const int d = config.hidden_size;
+  query_ = register_module("query", torch::nn::Linear(d, d));
+  key_ = register_module("key", torch::nn::Linear(d, d));
+  value_ = register_module("value", torch::nn::Linear(d, d));
+  dropout_ = register_module("dropout", torch::nn::Dropout(attention_dropout));
+}
+
+torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& hidden,
+                                             const AttentionContext& context,
+                                             const LayerMask& mask,
+                                             torch::Tensor* probs_out,
+                                             int64_t query_rows) {
+  const int64_t b = hidden.size(0);
+  const int64_t t = hidden.size(1);
+  const int64_t tq = query_rows > 0 ? std::min(query_rows, t) : t;
+  // [B, T, D] -> [B, H, T, d] (HF's transpose_for_scores).
+  auto heads = [&](const torch::Tensor& x) {
+    return x.view({b, x.size(1), num_heads_, head_size_}).permute({0, 2, 1, 3});
+  };
+  torch::Tensor q =
+      heads(query_(tq == t ? hidden : hidden.narrow(1, 0, tq).contiguous()));
+  torch::Tensor k = heads(key_(hidden));
+  torch::Tensor v = heads(value_(hidden));
+
+  torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2));
+  scores = scores / std::sqrt(static_cast<double>(head_size_));
+  scores = scores + context.extended_mask;
+  torch::Tensor probs = torch::softmax(scores, -1);
+  probs = dropout_(probs);
+
+  probs = ApplyHeadMask(probs, mask, context);
+  if (probs_out != nullptr) *probs_out = probs;
+
+  torch::Tensor out = torch::matmul(probs, v);  // [B, H, T, d]
+  return out.permute({0, 2, 1, 3}).reshape({b, tq, num_heads_ * head_size_});
+}
+
+BertResidualOutputImpl::BertResidualOutputImpl(int in_features,
+                                               const BertConfig& config,
+                                               double hidden_dropout) {
+  dense_ = register_module("dense",
+                           torch::nn::Linear(in_features, config.hidden_size));
+  layer_norm_ = register_module(
+      "LayerNorm",
+      torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.hidden_size})
+                               .eps(config.layer_norm_eps)));
+  dropout_ = register_module("dropout", torch::nn::Dropout(hidden_dropout));
+}
+
+torch::Tensor BertResidualOutputImpl::forward(const torch::Tensor& x,
+                                              const torch::Tensor& residual) {
+  return layer_norm_(dropout_(dense_(x)) + residual);
+}
+
+BertAttentionImpl::BertAttentionImpl(const BertConfig& config,
+                                     double hidden_dropout,
+                                     double attention_dropout) {
+  self_ = register_module("self", BertSelfAttention(config, attention_dropout));
+  output_ = register_module(
+      "output", BertResidualOutput(config.hidden_size, config, hidden_dropout));
+}
+
+torch::Tensor BertAttentionImpl::forward(const torch::Tensor& hidden,
+                                         const AttentionContext& context,
+                                         const LayerMask& mask,
+                                         torch::Tensor* probs_out,
+                                         int64_t query_rows) {
+  torch::Tensor context_out =
+      self_(hidden, context, mask, probs_out, query_rows);
+  return output_(context_out, context_out.size(1) == hidden.size(1)
+                                  ? hidden
+                                  : hidden.narrow(1, 0, context_out.size(1)));
+}
+
+BertIntermediateImpl::BertIntermediateImpl(const BertConfig& config)
+    : activation_(ActivationFromName(config.hidden_act)) {
+  dense_ = register_module(
+      "dense", torch::nn::Linear(config.hidden_size, config.intermediate_size));
+}
+
+torch::Tensor BertIntermediateImpl::forward(const torch::Tensor& x) {
+  torch::Tensor h = dense_(x);
+  switch (activation_) {
+    case Activation::kGeluErf:
+      return torch::gelu(h);
+    case Activation::kGeluTanh:
+      return torch::gelu(h, "tanh");
+    case Activation::kRelu:
+      return torch::relu(h);
+  }
+  return h;
+}
+
+BertLayerImpl::BertLayerImpl(const BertConfig& config, double hidden_dropout,
+                             double attention_dropout) {
+  attention_ = register_module(
+      "attention", BertAttention(config, hidden_dropout, attention_dropout));
+  intermediate_ = register_module("intermediate", BertIntermediate(config));
+  output_ = register_module(
+      "output",
+      BertResidualOutput(config.intermediate_size, config, hidden_dropout));
+}
+
+torch::Tensor BertLayerImpl::forward(const torch::Tensor& hidden,
+                                     const AttentionContext& context,
+                                     const LayerMask& mask,
+                                     torch::Tensor* probs_out,
+                                     int64_t query_rows) {
+  torch::Tensor attention =
+      attention_(hidden, context, mask, probs_out, query_rows);
+  return output_(intermediate_(attention), attention);
+}
+
+}  // namespace bertology

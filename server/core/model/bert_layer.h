@@ -1,0 +1,149 @@
+// One BERT encoder layer as torch::nn modules, with submodule names equal to
+// HF's (`attention.self.query`, `attention.output.LayerNorm`,
+// `intermediate.dense`, `output.dense`, ...) so that `named_parameters()`
+// keys match an HF state dict under `bert.encoder.layer.{i}.`.
+//
+// The computation follows HF's eager BertLayer op for op (v4.x
+// modeling_bert.py), plus request-scoped head masks applied to the attention
+// probabilities after the softmax and dropout (see head_mask.h) by
+// ApplyHeadMask, the one place where a mask meets the probabilities.
+//
+// Thread safety: forward() keeps no state in the module; in eval mode it may
+// run from many threads at once. Dropout is active only in train mode.
+#ifndef BERTOLOGY_CORE_BERT_LAYER_H_
+#define BERTOLOGY_CORE_BERT_LAYER_H_
+
+#include <torch/nn.h>
+#include <torch/types.h>
+
+#include <string>
+#include <vector>
+
+#include "server/core/checkpoint/bert_config.h"
+#include "common/head_mask.h"
+
+namespace bertology {
+
+enum class Activation { kGeluErf, kGeluTanh, kRelu };
+
+// "gelu" -> kGeluErf, "gelu_new"/"gelu_pytorch_tanh" -> kGeluTanh, "relu".
+// Unknown names map to kGeluErf (BertConfig::FromJson refuses them earlier).
+Activation ActivationFromName(const std::string& name);
+
+// The per-batch attention context shared by all layers of one forward pass.
+// All tensors on the model's device in the compute dtype.
+struct AttentionContext {
+  // [B, 1, 1, T]: (1 - attention_mask) * finfo(dtype).min, HF style.
+  torch::Tensor extended_mask;
+  // What ablated heads' probabilities move to, one entry per AblationMode
+  // other than kZero that some masked row of the batch uses (empty: every
+  // row in kZero). Built once per pass by MakeAblationFills.
+  struct AblationFill {
+    AblationMode mode;
+    torch::Tensor rows;    // [B, 1, 1, 1]: 1 for the rows in `mode`, else 0
+    torch::Tensor target;  // broadcastable to [B, H, Q, T]; rows sum to 1
+  };
+  std::vector<AblationFill> fills;
+};
+
+// This layer's head mask for the batch: [B, H] values in [0, 1], or
+// undefined for "all heads kept" (the probabilities are then untouched).
+struct LayerMask {
+  torch::Tensor values;
+};
+
+// The ablation modes' formulas, both in bert_layer.cc: a new AblationMode is
+// its enum value (head_mask.h) plus its case in MakeAblationFills.
+//
+// The fills of AttentionContext for a batch whose row r runs in
+// `row_modes[r]`. `attention_mask` is [B, 1, 1, T] in the compute dtype,
+// 1 = real token.
+std::vector<AttentionContext::AblationFill> MakeAblationFills(
+    const std::vector<AblationMode>& row_modes,
+    const torch::Tensor& attention_mask);
+// Applies `mask` to post-softmax probabilities `probs` [B, H, Q, T]:
+//   p' = m * p + sum over fills f of f.rows * (1 - m) * f.target,
+// i.e. m * p in zero mode and m * p + (1 - m) * u in uniform mode.
+torch::Tensor ApplyHeadMask(const torch::Tensor& probs, const LayerMask& mask,
+                            const AttentionContext& context);
+
+class BertSelfAttentionImpl : public torch::nn::Module {
+ public:
+  BertSelfAttentionImpl(const BertConfig& config, double attention_dropout);
+  // hidden [B, T, D] -> context [B, Q, D]; `*probs_out` (when not null) gets
+  // the post-mask probabilities [B, H, Q, T]. Q = T, or `query_rows` when
+  // > 0: only the first Q positions are queried (keys and values still come
+  // from all T), e.g. Q = 1 in the last layer when only [CLS] is read.
+  torch::Tensor forward(const torch::Tensor& hidden,
+                        const AttentionContext& context, const LayerMask& mask,
+                        torch::Tensor* probs_out, int64_t query_rows = 0);
+
+ private:
+  int num_heads_;
+  int head_size_;
+  torch::nn::Linear query_{nullptr}, key_{nullptr}, value_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(BertSelfAttention);
+
+// dense -> dropout -> LayerNorm(x + residual): HF's BertSelfOutput and
+// BertOutput differ only in the dense layer's input width.
+class BertResidualOutputImpl : public torch::nn::Module {
+ public:
+  BertResidualOutputImpl(int in_features, const BertConfig& config,
+                         double hidden_dropout);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual);
+
+ private:
+  torch::nn::Linear dense_{nullptr};
+  torch::nn::LayerNorm layer_norm_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(BertResidualOutput);
+
+class BertAttentionImpl : public torch::nn::Module {
+ public:
+  BertAttentionImpl(const BertConfig& config, double hidden_dropout,
+                    double attention_dropout);
+  // As BertSelfAttention::forward, then the residual block: [B, Q, D].
+  torch::Tensor forward(const torch::Tensor& hidden,
+                        const AttentionContext& context, const LayerMask& mask,
+                        torch::Tensor* probs_out, int64_t query_rows = 0);
+
+ private:
+  BertSelfAttention self_{nullptr};
+  BertResidualOutput output_{nullptr};
+};
+TORCH_MODULE(BertAttention);
+
+class BertIntermediateImpl : public torch::nn::Module {
+ public:
+  explicit BertIntermediateImpl(const BertConfig& config);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  Activation activation_;
+  torch::nn::Linear dense_{nullptr};
+};
+TORCH_MODULE(BertIntermediate);
+
+class BertLayerImpl : public torch::nn::Module {
+ public:
+  BertLayerImpl(const BertConfig& config, double hidden_dropout,
+                double attention_dropout);
+  // hidden [B, T, D] -> [B, T, D], or [B, Q, D] for query_rows Q > 0 (the
+  // first Q positions' outputs, each exactly as in the full pass).
+  torch::Tensor forward(const torch::Tensor& hidden,
+                        const AttentionContext& context, const LayerMask& mask,
+                        torch::Tensor* probs_out, int64_t query_rows = 0);
+
+ private:
+  BertAttention attention_{nullptr};
+  BertIntermediate intermediate_{nullptr};
+  BertResidualOutput output_{nullptr};
+};
+TORCH_MODULE(BertLayer);
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CORE_BERT_LAYER_H_

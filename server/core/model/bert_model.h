@@ -1,0 +1,141 @@
+// HF's BertForSequenceClassification as torch::nn modules.
+//
+// Submodules are registered under HF's names, so `named_parameters()` keys
+// are exactly the keys of an HF state dict:
+//   bert.embeddings.{word,position,token_type}_embeddings.weight,
+//   bert.embeddings.LayerNorm.{weight,bias}, bert.encoder.layer.{i}.…
+//   (bert_layer.h), bert.pooler.dense.*, classifier.*
+// A plain BertModel checkpoint (no classifier) builds without the pooler and
+// classifier submodules; Run() then refuses compute_logits.
+//
+// Thread safety: Run() keeps no per-call state in the module; in eval mode it
+// may be called from many threads at once. It throws c10::Error on libtorch
+// failures; Model (model.h) is the boundary that turns them into status.
+#ifndef BERTOLOGY_CORE_BERT_MODEL_H_
+#define BERTOLOGY_CORE_BERT_MODEL_H_
+
+#include <torch/nn.h>
+#include <torch/types.h>
+
+#include <map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/core/checkpoint/bert_config.h"
+#include "server/core/model/bert_layer.h"
+#include "server/core/model/forward_options.h"
+#include "common/head_mask.h"
+#include "server/core/checkpoint/state_dict.h"
+
+namespace bertology {
+
+// HF's defaults; BertConfig does not carry them (the trainer may set others).
+struct BertDropout {
+  double hidden = 0.1;
+  double attention = 0.1;
+};
+
+class BertEmbeddingsImpl : public torch::nn::Module {
+ public:
+  BertEmbeddingsImpl(const BertConfig& config, double hidden_dropout);
+  // input_ids, token_type_ids [B, T] int64 -> [B, T, D]; absolute positions
+  // 0..T-1 (T <= max_position_embeddings).
+  torch::Tensor forward(const torch::Tensor& input_ids,
+                        const torch::Tensor& token_type_ids);
+
+ private:
+  torch::nn::Embedding word_embeddings_{nullptr};
+  torch::nn::Embedding position_embeddings_{nullptr};
+  torch::nn::Embedding token_type_embeddings_{nullptr};
+  torch::nn::LayerNorm layer_norm_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(BertEmbeddings);
+
+// `encoder.layer` as a ModuleList, so layer i is `encoder.layer.{i}`.
+class BertEncoderImpl : public torch::nn::Module {
+ public:
+  BertEncoderImpl(const BertConfig& config, const BertDropout& dropout);
+  BertLayerImpl& layer(int i) const { return *typed_[i].ptr(); }
+  int size() const { return static_cast<int>(typed_.size()); }
+
+ private:
+  torch::nn::ModuleList layers_{nullptr};
+  std::vector<BertLayer> typed_;  // the same modules, typed
+};
+TORCH_MODULE(BertEncoder);
+
+// dense + tanh on the first token.
+class BertPoolerImpl : public torch::nn::Module {
+ public:
+  explicit BertPoolerImpl(const BertConfig& config);
+  torch::Tensor forward(const torch::Tensor& hidden);  // [B,T,D] -> [B,D]
+
+ private:
+  torch::nn::Linear dense_{nullptr};
+};
+TORCH_MODULE(BertPooler);
+
+// `bert.*`: embeddings, encoder and (optional) pooler.
+class BertModelImpl : public torch::nn::Module {
+ public:
+  BertModelImpl(const BertConfig& config, const BertDropout& dropout,
+                bool with_pooler);
+  BertEmbeddings embeddings{nullptr};
+  BertEncoder encoder{nullptr};
+  BertPooler pooler{nullptr};  // null without a pooler
+};
+TORCH_MODULE(BertModel);
+
+struct BertRunOutput {
+  torch::Tensor logits;                     // [B, C], compute dtype, device
+  std::map<int, torch::Tensor> attentions;  // layer -> [B, H, T, T]
+  std::map<int, torch::Tensor> hidden;      // layer -> [B, T, D]
+};
+
+class BertForSequenceClassificationImpl : public torch::nn::Module {
+ public:
+  // num_labels == 0: a plain BertModel (no pooler, no classifier).
+  BertForSequenceClassificationImpl(const BertConfig& config, int num_labels,
+                                    BertDropout dropout = {});
+
+  bool has_classifier() const { return !classifier.is_empty(); }
+  int num_layers() const { return num_layers_; }
+
+  // input_ids, token_type_ids, attention_mask: [B, T] int64 on the device.
+  // `masks`: empty (no row masked) or one per row, nullptr for a row with
+  // no mask; each [L x H]. The per-layer mask tensors are built here from
+  // them (which layers to mask from HeadMask::AffectedHeads, no device
+  // sync); bert_layer.cc's ApplyHeadMask applies them. `start_hidden`
+  // ([B, T, D], compute dtype, device) is the input of layer
+  // options.start_layer when that is > 0. Throws c10::Error on what the
+  // caller should have refused first (Model::Forward does: compute_logits
+  // without a classifier, a mask of the wrong shape, layers out of range).
+  BertRunOutput Run(const torch::Tensor& input_ids,
+                    const torch::Tensor& token_type_ids,
+                    const torch::Tensor& attention_mask,
+                    const std::vector<const HeadMask*>& masks,
+                    const ForwardOptions& options,
+                    const torch::Tensor& start_hidden = torch::Tensor());
+
+  BertModel bert{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+  torch::nn::Linear classifier{nullptr};  // null without a classifier
+
+ private:
+  int num_layers_;
+  int num_heads_;
+};
+TORCH_MODULE(BertForSequenceClassification);
+
+// Copies `weights` (HF names, any float dtype) into the module's parameters,
+// converting to each parameter's dtype. Every parameter must be present with
+// its exact shape (errors name the key and both shapes); keys the module
+// lacks (e.g. `bert.embeddings.position_ids`, or a pooler/classifier when the
+// module was built without one) are ignored.
+absl::Status LoadStateDict(const StateDict& weights,
+                           BertForSequenceClassificationImpl* module);
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CORE_BERT_MODEL_H_

@@ -1,0 +1,194 @@
+#include "server/core/model/model.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "server/core/model/bert_model.h"
+#include "server/core/checkpoint/checkpoint.h"
+#include "server/core/model/model_tensors.h"
+#include "server/core/status_macros.h"
+#include "server/core/tokenizer/vocab.h"
+
+namespace bertology {
+namespace {
+
+absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
+  if (name == "cpu") return torch::Device(torch::kCPU);
+  if (name != "cuda" && !absl::StartsWith(name, "cuda:")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device=", name, " is not one of cpu, cuda, cuda:N"));
+  }
+  if (!torch::cuda::is_available()) {
+    return absl::FailedPreconditionError(
+        "--device=cuda requested but no CUDA device is available (this "
+        "libtorch: CPU only?)");
+  }
+  try {
+    torch::Device device(name);
+    const int index = device.has_index() ? device.index() : 0;
+    const int count = static_cast<int>(torch::cuda::device_count());
+    if (index >= count) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--device=", name, ": only ", count, " CUDA device(s) present"));
+    }
+    return torch::Device(torch::kCUDA, index);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device=", name, ": ", e.what()));
+  }
+}
+
+// Resolves "auto" and checks the device can compute in the dtype.
+absl::StatusOr<std::pair<torch::ScalarType, std::string>> ResolveDtype(
+    const std::string& requested, const std::string& file_dtype,
+    const torch::Device& device) {
+  std::string name = requested;
+  if (name == "auto") name = device.is_cuda() ? file_dtype : "F32";
+  if (name == "F32") return std::make_pair(torch::kFloat, name);
+  if (name == "BF16") return std::make_pair(torch::kBFloat16, name);
+  if (name == "F16") {
+    if (!device.is_cuda()) {
+      return absl::InvalidArgumentError(
+          "--dtype=F16 is not supported on CPU (libtorch has no CPU half "
+          "matmul); use F32 or BF16");
+    }
+    return std::make_pair(torch::kHalf, name);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--dtype=", requested, " is not one of auto, F32, F16, BF16"));
+}
+
+}  // namespace
+
+Model::~Model() = default;
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Load(
+    const ModelOptions& options) {
+  // The device first: a missing GPU is reported before reading the weights.
+  ASSIGN_OR_RETURN(torch::Device device, ParseDevice(options.device));
+  ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Load(options.dir));
+  ASSIGN_OR_RETURN(auto dtype, ResolveDtype(options.dtype,
+                                            checkpoint.weights_dtype, device));
+  ASSIGN_OR_RETURN(Vocab vocab, Vocab::FromFile(checkpoint.vocab_file));
+
+  std::unique_ptr<Model> model(new Model());
+  model->config_ = checkpoint.config;
+  model->dir_ = options.dir;
+  model->device_name_ = device.str();
+  model->dtype_name_ = dtype.second;
+  model->placement_ = std::make_unique<const ModelPlacement>(
+      ModelPlacement{device, dtype.first});
+  model->has_classifier_ = checkpoint.has_classifier;
+  BertConfig& config = model->config_;
+
+  const int max_pos = config.max_position_embeddings;
+  if (options.max_seq_len < 0 || options.max_seq_len > max_pos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_seq_len=", options.max_seq_len, " out of range [0, ", max_pos,
+        "] (max_position_embeddings of ", options.dir, ")"));
+  }
+  model->max_seq_len_ =
+      options.max_seq_len == 0 ? max_pos : options.max_seq_len;
+
+  int num_labels = 0;
+  if (checkpoint.has_classifier) {
+    auto it = checkpoint.weights.find("classifier.weight");
+    if (it == checkpoint.weights.end() || it->second.dim() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model ", options.dir, ": classifier.weight missing or not 2-D"));
+    }
+    num_labels = static_cast<int>(it->second.size(0));
+    if (config.id2label.empty()) {
+      for (int i = 0; i < num_labels; ++i) {
+        config.id2label.push_back(absl::StrCat("LABEL_", i));
+      }
+    } else if (static_cast<int>(config.id2label.size()) != num_labels) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model ", options.dir, ": config.json id2label names ",
+          config.id2label.size(), " labels but classifier.weight has ",
+          num_labels, " rows"));
+    }
+  }
+
+  TokenizerOptions tokenizer_options;
+  tokenizer_options.do_lower_case = checkpoint.do_lower_case;
+  model->tokenizer_ =
+      std::make_unique<Tokenizer>(std::move(vocab), tokenizer_options);
+
+  try {
+    auto module =
+        std::make_shared<BertForSequenceClassificationImpl>(config, num_labels);
+    absl::Status loaded = LoadStateDict(checkpoint.weights, module.get());
+    if (!loaded.ok()) {
+      return absl::Status(loaded.code(), absl::StrCat(checkpoint.weights_file,
+                                                      ": ", loaded.message()));
+    }
+    checkpoint.weights.clear();  // free the file's copy before moving
+    module->to(device, dtype.first);
+    module->eval();
+    model->module_ = std::move(module);
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat("building the model from ", options.dir, ": ", e.what()));
+  }
+  return model;
+}
+
+absl::StatusOr<ModelInput> Model::MakeBatch(
+    const std::vector<const Encoding*>& encodings) const {
+  if (encodings.empty()) return absl::InvalidArgumentError("empty batch");
+  size_t longest = 0;
+  for (size_t i = 0; i < encodings.size(); ++i) {
+    const size_t n = encodings[i]->tokens.size();
+    if (n == 0 || n > static_cast<size_t>(max_seq_len_)) {
+      return absl::InvalidArgumentError(absl::StrCat("encoding ", i, " has ", n,
+                                                     " tokens; must be in [1, ",
+                                                     max_seq_len_, "]"));
+    }
+    longest = std::max(longest, n);
+  }
+  const int64_t b = static_cast<int64_t>(encodings.size());
+  const int64_t t = static_cast<int64_t>(longest);
+  try {
+    torch::Tensor ids =
+        torch::full({b, t}, tokenizer_->vocab().pad_id(), torch::kLong);
+    torch::Tensor types = torch::zeros({b, t}, torch::kLong);
+    torch::Tensor mask = torch::zeros({b, t}, torch::kLong);
+    auto ids_a = ids.accessor<int64_t, 2>();
+    auto types_a = types.accessor<int64_t, 2>();
+    auto mask_a = mask.accessor<int64_t, 2>();
+    for (int64_t r = 0; r < b; ++r) {
+      const std::vector<Token>& tokens = encodings[r]->tokens;
+      for (size_t j = 0; j < tokens.size(); ++j) {
+        ids_a[r][j] = tokens[j].id;
+        types_a[r][j] = tokens[j].segment;
+        mask_a[r][j] = 1;
+      }
+    }
+    const torch::Device& device = placement_->device;
+    return ModelInput{ids.to(device), types.to(device), mask.to(device),
+                      torch::Tensor()};
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("MakeBatch: ", e.what()));
+  }
+}
+
+absl::Status Model::CheckHeadMask(const HeadMask& mask,
+                                  const std::string& field) const {
+  if (mask.layers() != config_.num_hidden_layers ||
+      mask.heads() != config_.num_attention_heads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " has shape ", mask.layers(), "x", mask.heads(),
+                     "; the model has ", config_.num_hidden_layers, "x",
+                     config_.num_attention_heads));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace bertology

@@ -1,0 +1,125 @@
+// A loaded BERT, ready to serve: config, tokenizer and weights on a device.
+//
+// This is the one interface the service uses, and it has no libtorch in it:
+// rows go in as encodings with their head masks, results come out as plain
+// float arrays. The tensor face (padded batches, hidden states to cache and
+// resume from) is model_tensors.h, for the core only (the sweep executor,
+// tests, benchmarks).
+//
+// It never throws: libtorch's c10::Error (and std::exception) are caught
+// here and returned as status.
+// Thread safety: a Model is immutable after Load(); Forward() and
+// ForwardTensors() may be called from many threads at once (they run under
+// torch::InferenceMode and keep no per-call state in the module).
+#ifndef BERTOLOGY_CORE_MODEL_H_
+#define BERTOLOGY_CORE_MODEL_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/core/checkpoint/bert_config.h"
+#include "common/head_mask.h"
+#include "server/core/model/forward_options.h"
+#include "server/core/tokenizer/tokenizer.h"
+
+namespace bertology {
+
+class BertForSequenceClassificationImpl;  // bert_model.h
+
+struct ModelOptions {
+  std::string dir;             // HF model directory
+  std::string device = "cpu";  // "cpu" or "cuda[:N]"
+  // Compute dtype: "auto" (F32 on CPU; the file's dtype on CUDA), "F32",
+  // "F16" or "BF16".
+  std::string dtype = "auto";
+  int max_seq_len = 0;  // 0: the model's max_position_embeddings
+};
+
+// A row-major float array and its shape, e.g. logits [B, C].
+struct FloatArray {
+  std::vector<float> data;
+  std::vector<int64_t> shape;
+};
+
+// One row of a forward pass: an input and the head mask it runs under.
+// Both must outlive the call.
+struct ModelRow {
+  const Encoding* encoding = nullptr;
+  const HeadMask* mask = nullptr;  // nullptr: all heads kept
+};
+
+// Model::Forward's results, float32. B rows, T positions (the longest row).
+struct ForwardOutput {
+  FloatArray logits;                     // [B, C]; empty without logits
+  std::map<int, FloatArray> attentions;  // layer -> [B, H, T, T], post-mask
+};
+
+// model_tensors.h: the tensor face, for the core only.
+struct ModelInput;
+struct TensorOutput;
+struct ModelPlacement;
+
+class Model {
+ public:
+  static absl::StatusOr<std::unique_ptr<Model>> Load(
+      const ModelOptions& options);
+  ~Model();
+
+  const BertConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  bool has_classifier() const { return has_classifier_; }
+  int max_seq_len() const { return max_seq_len_; }
+  const std::string& device() const { return device_name_; }
+  const std::string& dtype() const { return dtype_name_; }
+  const std::string& dir() const { return dir_; }
+
+  // OK if `mask` fits this model ([num_hidden_layers x
+  // num_attention_heads]); else INVALID_ARGUMENT "<field> has shape 2x4;
+  // the model has 3x4". Masks parsed for this model (ParseHeadMask) always
+  // fit; this guards rows that come from elsewhere.
+  absl::Status CheckHeadMask(const HeadMask& mask,
+                             const std::string& field) const;
+
+  // One pass over `rows`, padded to the longest, each row under its own
+  // mask. INVALID_ARGUMENT naming the row ("rows[2].mask ...") for an empty,
+  // too long or out-of-vocabulary encoding or a mask of the wrong shape,
+  // and naming the field for a layer index out of range or start_layer /
+  // capture_hidden (tensor level only: use ForwardTensors);
+  // FAILED_PRECONDITION for compute_logits without a classifier; INTERNAL
+  // for a libtorch failure. Implemented in model_forward.cc.
+  absl::StatusOr<ForwardOutput> Forward(const std::vector<ModelRow>& rows,
+                                        const ForwardOptions& options) const;
+
+  // Tensor level (model_tensors.h; not for server/service/).
+  // Pads `encodings` to the longest and moves them to the device.
+  absl::StatusOr<ModelInput> MakeBatch(
+      const std::vector<const Encoding*>& encodings) const;
+  // As Forward, on a padded batch; `masks` is empty or one per row (nullptr:
+  // no mask). Also validates input shapes and ranges and start_hidden
+  // ([B, T, D] when options.start_layer > 0).
+  absl::StatusOr<TensorOutput> ForwardTensors(
+      const ModelInput& input, const std::vector<const HeadMask*>& masks,
+      const ForwardOptions& options) const;
+
+ private:
+  Model() = default;
+  BertConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::shared_ptr<BertForSequenceClassificationImpl> module_;
+  bool has_classifier_ = false;
+  int max_seq_len_ = 0;
+  std::string device_name_, dtype_name_, dir_;
+  // What Forward and ForwardTensors refuse before running (model_forward.cc).
+  absl::Status CheckForward(const ModelInput& input,
+                            const std::vector<const HeadMask*>& masks,
+                            const ForwardOptions& options) const;
+  std::unique_ptr<const ModelPlacement> placement_;  // device, compute dtype
+};
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CORE_MODEL_H_

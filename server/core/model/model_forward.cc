@@ -1,0 +1,196 @@
+// Model::Forward and Model::ForwardTensors: validation at the boundary, then
+// one BertForSequenceClassificationImpl::Run under torch::InferenceMode,
+// which builds the head-mask tensors from the rows' HeadMasks.
+#include <torch/torch.h>
+
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/core/model/bert_model.h"
+#include "server/core/model/model.h"
+#include "server/core/model/model_tensors.h"
+#include "server/core/status_macros.h"
+
+namespace bertology {
+namespace {
+
+std::string Shape(const torch::Tensor& t) {
+  return absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]");
+}
+
+bool HasShape(const torch::Tensor& t, std::vector<int64_t> shape) {
+  return t.defined() && t.sizes().equals(shape);
+}
+
+// Each of `layers` in [lo, hi); errors name "field[i]".
+absl::Status CheckLayers(const std::vector<int>& layers, int lo, int hi,
+                         const char* field) {
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i] < lo || layers[i] >= hi) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", i, "]=", layers[i], " out of range [", lo,
+                       ", ", hi, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Values of [lo, hi) only: out-of-range ids would be a device-side assert
+// on CUDA.
+absl::Status CheckRange(const torch::Tensor& x, int64_t hi, const char* field) {
+  const int64_t lo_v = x.min().item<int64_t>();
+  const int64_t hi_v = x.max().item<int64_t>();
+  if (lo_v < 0 || hi_v >= hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " values must be in [0, ", hi, "), got [", lo_v,
+                     ", ", hi_v, "]"));
+  }
+  return absl::OkStatus();
+}
+
+// A float32 CPU copy of `t`, row-major.
+FloatArray ToFloatArray(const torch::Tensor& t) {
+  const torch::Tensor c = t.to(torch::kCPU, torch::kFloat).contiguous();
+  FloatArray out;
+  out.shape.assign(c.sizes().begin(), c.sizes().end());
+  out.data.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  return out;
+}
+
+// Runs `fn` under InferenceMode, turning libtorch's exceptions into status.
+template <typename Fn>
+auto CatchTorch(Fn fn) -> decltype(fn()) {
+  try {
+    torch::InferenceMode inference_mode;
+    return fn();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("forward pass failed: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("forward pass failed: ", e.what()));
+  }
+}
+
+}  // namespace
+
+absl::Status Model::CheckForward(const ModelInput& input,
+                                 const std::vector<const HeadMask*>& masks,
+                                 const ForwardOptions& options) const {
+  const int num_layers = config_.num_hidden_layers;
+  if (options.compute_logits && !has_classifier_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model ", dir_,
+                     " has no classifier (a plain BertModel): Classify needs "
+                     "BertForSequenceClassification"));
+  }
+  const torch::Tensor& ids = input.input_ids;
+  if (!ids.defined() || ids.dim() != 2 || ids.size(0) == 0 ||
+      ids.size(1) == 0) {
+    return absl::InvalidArgumentError(
+        "input_ids must be a non-empty [B, T] tensor");
+  }
+  const int64_t b = ids.size(0), t = ids.size(1);
+  if (!HasShape(input.token_type_ids, {b, t}) ||
+      !HasShape(input.attention_mask, {b, t})) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "token_type_ids and attention_mask must have input_ids' shape ",
+        Shape(ids)));
+  }
+  if (t > config_.max_position_embeddings) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequence length ", t, " exceeds max_position_embeddings ",
+                     config_.max_position_embeddings));
+  }
+  RETURN_IF_ERROR(CheckRange(ids, config_.vocab_size, "input_ids"));
+  RETURN_IF_ERROR(CheckRange(input.token_type_ids, config_.type_vocab_size,
+                             "token_type_ids"));
+  if (options.start_layer < 0 || options.start_layer > num_layers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("start_layer=", options.start_layer, " out of range [0, ",
+                     num_layers, "]"));
+  }
+  if (options.start_layer > 0 &&
+      !HasShape(input.start_hidden, {b, t, config_.hidden_size})) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start_hidden must be [", b, ", ", t, ", ", config_.hidden_size,
+        "] for start_layer=", options.start_layer, ", got ",
+        input.start_hidden.defined() ? Shape(input.start_hidden)
+                                     : "undefined"));
+  }
+  RETURN_IF_ERROR(CheckLayers(options.attention_layers, options.start_layer,
+                              num_layers, "attention_layers"));
+  RETURN_IF_ERROR(CheckLayers(options.capture_hidden, options.start_layer,
+                              num_layers + 1, "capture_hidden"));
+  if (!masks.empty() && static_cast<int64_t>(masks.size()) != b) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("masks has ", masks.size(), " entries for ", b, " rows"));
+  }
+  for (size_t r = 0; r < masks.size(); ++r) {
+    if (masks[r] == nullptr) continue;
+    RETURN_IF_ERROR(
+        CheckHeadMask(*masks[r], absl::StrCat("rows[", r, "].mask")));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ForwardOutput> Model::Forward(
+    const std::vector<ModelRow>& rows, const ForwardOptions& options) const {
+  if (options.start_layer != 0 || !options.capture_hidden.empty()) {
+    return absl::InvalidArgumentError(
+        "start_layer and capture_hidden work on tensors: use ForwardTensors");
+  }
+  std::vector<const Encoding*> encodings;
+  std::vector<const HeadMask*> masks;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].encoding == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rows[", r, "].encoding is null"));
+    }
+    encodings.push_back(rows[r].encoding);
+    masks.push_back(rows[r].mask);
+  }
+  ASSIGN_OR_RETURN(ModelInput input, MakeBatch(encodings));
+  return CatchTorch([&]() -> absl::StatusOr<ForwardOutput> {
+    RETURN_IF_ERROR(CheckForward(input, masks, options));
+    BertRunOutput out = module_->Run(input.input_ids, input.token_type_ids,
+                                     input.attention_mask, masks, options);
+    ForwardOutput result;
+    if (out.logits.defined()) result.logits = ToFloatArray(out.logits);
+    for (const auto& [layer, probs] : out.attentions) {
+      result.attentions[layer] = ToFloatArray(probs);
+    }
+    return result;
+  });
+}
+
+absl::StatusOr<TensorOutput> Model::ForwardTensors(
+    const ModelInput& input, const std::vector<const HeadMask*>& masks,
+    const ForwardOptions& options) const {
+  return CatchTorch([&]() -> absl::StatusOr<TensorOutput> {
+    RETURN_IF_ERROR(CheckForward(input, masks, options));
+    torch::Tensor start_hidden;
+    if (options.start_layer > 0) {
+      start_hidden =
+          input.start_hidden.to(placement_->device, placement_->dtype);
+    }
+    BertRunOutput out =
+        module_->Run(input.input_ids, input.token_type_ids,
+                     input.attention_mask, masks, options, start_hidden);
+    TensorOutput result;
+    if (out.logits.defined()) {
+      result.logits = out.logits.to(torch::kCPU, torch::kFloat);
+    }
+    for (auto& [layer, probs] : out.attentions) {
+      result.attentions[layer] = probs.to(torch::kCPU, torch::kFloat);
+    }
+    result.hidden = std::move(out.hidden);
+    return result;
+  });
+}
+
+}  // namespace bertology

@@ -1,0 +1,43 @@
+// The tensor face of Model (model.h), for the core only: the sweep executor,
+// tests and benchmarks. Padded batches go in; tensors come out, including
+// the hidden states a sweep caches and resumes from. server/service/ never
+// includes this: it uses Model::Forward's plain arrays.
+#ifndef BERTOLOGY_CORE_MODEL_TENSORS_H_
+#define BERTOLOGY_CORE_MODEL_TENSORS_H_
+
+#include <torch/types.h>
+
+#include <map>
+
+#include "server/core/model/model.h"
+
+namespace bertology {
+
+// A padded batch on the model's device. B rows, T positions.
+struct ModelInput {
+  torch::Tensor input_ids;       // [B, T] int64
+  torch::Tensor token_type_ids;  // [B, T] int64
+  torch::Tensor attention_mask;  // [B, T] int64, 1 = real token, 0 = padding
+  // [B, T, D], any device and float dtype (moved to the model's): the input
+  // hidden state of layer ForwardOptions::start_layer when that is > 0,
+  // e.g. captured by an unmasked pass (capture_hidden). Else undefined.
+  torch::Tensor start_hidden;
+};
+
+struct TensorOutput {
+  torch::Tensor logits;  // [B, C] float32, CPU; undefined without logits
+  std::map<int, torch::Tensor>
+      attentions;  // layer -> [B, H, T, T] float32, CPU
+  std::map<int, torch::Tensor>
+      hidden;  // layer -> [B, T, D], model device/dtype
+};
+
+// Where a Model computes.
+struct ModelPlacement {
+  torch::Device device{torch::kCPU};
+  torch::ScalarType dtype = torch::kFloat;  // the compute dtype
+};
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CORE_MODEL_TENSORS_H_

@@ -1,0 +1,517 @@
+// Numerical goldens: tests/golden/make_golden.py wrote the checkpoint and the
+// expected logits/attention maps from an independent float64 reference.
+#include "server/core/model/model.h"
+
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/core/model/model_tensors.h"
+
+namespace bertology {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+constexpr double kLogitTol = 1e-4;
+constexpr double kAttentionTol = 1e-5;
+
+std::string SourceDir() {
+  const char* dir = std::getenv("BERTOLOGY_SOURCE_DIR");
+  return dir != nullptr ? dir : ".";
+}
+
+std::string GoldenModelDir() {
+  return SourceDir() + "/tests/golden/tiny-bert-cls";
+}
+
+json ReadGolden() {
+  std::ifstream in(SourceDir() + "/tests/golden/tiny-bert-cls.golden.json");
+  EXPECT_TRUE(in.good()) << "golden file missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return json::parse(ss.str());
+}
+
+// A nested JSON array of numbers as a tensor of its shape.
+torch::Tensor ToTensor(const json& j, torch::ScalarType dtype) {
+  std::vector<int64_t> shape;
+  const json* cur = &j;
+  while (cur->is_array()) {
+    shape.push_back(static_cast<int64_t>(cur->size()));
+    if (cur->empty()) break;
+    cur = &(*cur)[0];
+  }
+  std::vector<double> flat;
+  std::function<void(const json&)> walk = [&](const json& x) {
+    if (x.is_array()) {
+      for (const json& y : x) walk(y);
+    } else {
+      flat.push_back(x.get<double>());
+    }
+  };
+  walk(j);
+  return torch::tensor(flat, torch::kDouble).view(shape).to(dtype);
+}
+
+double MaxAbsDiff(const torch::Tensor& a, const torch::Tensor& b) {
+  EXPECT_EQ(a.sizes(), b.sizes());
+  return (a.to(torch::kDouble) - b.to(torch::kDouble))
+      .abs()
+      .max()
+      .item<double>();
+}
+
+class GoldenModelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    golden_ = new json(ReadGolden());
+    ModelOptions options;
+    options.dir = GoldenModelDir();
+    auto model = Model::Load(options);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = model->release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    delete golden_;
+  }
+
+  static ModelInput Input() {
+    return ModelInput{ToTensor((*golden_)["input_ids"], torch::kLong),
+                      ToTensor((*golden_)["token_type_ids"], torch::kLong),
+                      ToTensor((*golden_)["attention_mask"], torch::kLong)};
+  }
+  static const json& Case(const std::string& name) {
+    for (const json& c : (*golden_)["cases"]) {
+      if (c["name"] == name) return c;
+    }
+    ADD_FAILURE() << "no case " << name;
+    return (*golden_)["cases"][0];
+  }
+  // The case's per-row masks as HeadMask values.
+  static std::vector<HeadMask> RowMasks(const json& c) {
+    std::vector<HeadMask> masks;
+    for (size_t r = 0; r < c["head_mask"].size(); ++r) {
+      std::vector<float> values;
+      for (const json& layer : c["head_mask"][r]) {
+        for (const json& v : layer) values.push_back(v.get<float>());
+      }
+      const AblationMode mode = c["uniform_rows"][r].get<int>() == 1
+                                    ? AblationMode::kUniform
+                                    : AblationMode::kZero;
+      auto m = HeadMask::Dense(3, 4, values, mode);
+      EXPECT_TRUE(m.ok()) << m.status();
+      masks.push_back(*m);
+    }
+    return masks;
+  }
+  // One row mask each.
+  static std::vector<const HeadMask*> Rows(const std::vector<HeadMask>& masks) {
+    std::vector<const HeadMask*> ptrs;
+    for (const HeadMask& m : masks) ptrs.push_back(&m);
+    return ptrs;
+  }
+  static ForwardOptions AllAttentions() {
+    ForwardOptions options;
+    options.attention_layers = {0, 1, 2};
+    return options;
+  }
+  // The golden input under per-row `masks`, every layer's attention out.
+  static absl::StatusOr<TensorOutput> RunMasked(
+      const std::vector<HeadMask>& masks, ModelInput input = Input()) {
+    return model_->ForwardTensors(input, Rows(masks), AllAttentions());
+  }
+
+  static json* golden_;
+  static Model* model_;
+};
+json* GoldenModelTest::golden_ = nullptr;
+Model* GoldenModelTest::model_ = nullptr;
+
+TEST_F(GoldenModelTest, LoadsConfigAndClassifier) {
+  EXPECT_TRUE(model_->has_classifier());
+  EXPECT_EQ(model_->config().num_hidden_layers, 3);
+  EXPECT_EQ(model_->config().num_attention_heads, 4);
+  EXPECT_THAT(model_->config().id2label,
+              ::testing::ElementsAre("negative", "neutral", "positive"));
+  EXPECT_EQ(model_->device(), "cpu");
+  EXPECT_EQ(model_->dtype(), "F32");
+  EXPECT_EQ(model_->max_seq_len(), 64);
+  EXPECT_EQ(model_->dir(), GoldenModelDir());
+}
+
+TEST_F(GoldenModelTest, MatchesReferenceForEveryCase) {
+  const json& cases = (*golden_)["cases"];
+  ASSERT_EQ(cases.size(), 6u);
+  for (const json& c : cases) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    const std::vector<HeadMask> masks = RowMasks(c);
+    auto out = RunMasked(masks);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->logits.scalar_type(), torch::kFloat);
+    EXPECT_LT(MaxAbsDiff(out->logits, ToTensor(c["logits"], torch::kDouble)),
+              kLogitTol);
+    ASSERT_EQ(out->attentions.size(), 3u);
+    for (int l = 0; l < 3; ++l) {
+      EXPECT_EQ(out->attentions[l].scalar_type(), torch::kFloat);
+      EXPECT_LT(MaxAbsDiff(out->attentions[l],
+                           ToTensor(c["attentions"][l], torch::kDouble)),
+                kAttentionTol)
+          << "layer " << l;
+    }
+  }
+}
+
+TEST_F(GoldenModelTest, MasksChangeTheLogits) {
+  // Guards against a golden that masks could not distinguish.
+  torch::Tensor none = ToTensor(Case("none")["logits"], torch::kDouble);
+  for (const char* name : {"zero", "uniform", "fractional_zero"}) {
+    EXPECT_GT(MaxAbsDiff(none, ToTensor(Case(name)["logits"], torch::kDouble)),
+              0.1)
+        << name;
+  }
+}
+
+TEST_F(GoldenModelTest, PerRowMasksEqualEachRowAlone) {
+  const json& c = Case("per_row");
+  std::vector<HeadMask> masks = RowMasks(c);
+  auto batch = RunMasked(masks);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ModelInput all = Input();
+  for (int64_t r = 0; r < 4; ++r) {
+    SCOPED_TRACE(r);
+    // The row alone and without its padding.
+    const int64_t n = all.attention_mask[r].sum().item<int64_t>();
+    using torch::indexing::Slice;
+    ModelInput one{all.input_ids.index({Slice(r, r + 1), Slice(0, n)}),
+                   all.token_type_ids.index({Slice(r, r + 1), Slice(0, n)}),
+                   all.attention_mask.index({Slice(r, r + 1), Slice(0, n)})};
+    auto alone = RunMasked({masks[r]}, one);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    EXPECT_LT(MaxAbsDiff(alone->logits[0], batch->logits[r]), 1e-5);
+    for (int l = 0; l < 3; ++l) {
+      EXPECT_LT(MaxAbsDiff(alone->attentions[l][0],
+                           batch->attentions[l][r].index(
+                               {Slice(), Slice(0, n), Slice(0, n)})),
+                kAttentionTol);
+    }
+  }
+}
+
+TEST_F(GoldenModelTest, StartLayerFromCapturedHiddenMatchesFullPass) {
+  ForwardOptions base;
+  base.capture_hidden = {0, 1, 2, 3};
+  auto baseline = model_->ForwardTensors(Input(), {}, base);
+  ASSERT_TRUE(baseline.ok()) << baseline.status();
+  ASSERT_EQ(baseline->hidden.size(), 4u);
+  EXPECT_EQ(baseline->hidden[3].sizes(), torch::IntArrayRef({4, 12, 32}));
+
+  // Layer 0 untouched, so starting at layer 1 from the cache is exact.
+  auto mask = HeadMask::Ablate(3, 4, {{1, 2}, {2, 0}}, AblationMode::kUniform);
+  ASSERT_TRUE(mask.ok());
+  ASSERT_EQ(mask->FirstAffectedLayer(), 1);
+  std::vector<HeadMask> masks(4, *mask);
+  ForwardOptions full;
+  full.attention_layers = {2};
+  auto expected = model_->ForwardTensors(Input(), Rows(masks), full);
+  ASSERT_TRUE(expected.ok());
+  for (int start = 1; start <= 3; ++start) {
+    SCOPED_TRACE(start);
+    ForwardOptions resumed;
+    // `expected` ran the last layer in full (its attention was asked for);
+    // the [CLS]-only path is compared in bert_model_test.
+    resumed.cls_only_last_layer = false;
+    resumed.start_layer = start;
+    ModelInput from_cache = Input();
+    from_cache.start_hidden = baseline->hidden[start];
+    auto out = model_->ForwardTensors(from_cache, Rows(masks), resumed);
+    ASSERT_TRUE(out.ok()) << out.status();
+    // From layer 2 or 3 the masked layers are skipped, so only start 1 equals
+    // the masked pass; later starts equal the partially masked model.
+    if (start == 1) {
+      EXPECT_LT(MaxAbsDiff(out->logits, expected->logits), 1e-6);
+    }
+  }
+  // No mask, start at the encoder output: pooler + classifier only.
+  ForwardOptions tail;
+  tail.start_layer = 3;
+  ModelInput encoder_output = Input();
+  encoder_output.start_hidden = baseline->hidden[3];
+  auto out = model_->ForwardTensors(encoder_output, {}, tail);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_LT(MaxAbsDiff(out->logits, baseline->logits), 1e-6);
+  EXPECT_LT(MaxAbsDiff(baseline->logits,
+                       ToTensor(Case("none")["logits"], torch::kDouble)),
+            kLogitTol);
+}
+
+TEST_F(GoldenModelTest, RejectsBadOptions) {
+  auto code = [&](const ForwardOptions& o, ModelInput input = Input()) {
+    return model_->ForwardTensors(input, {}, o).status();
+  };
+  ForwardOptions start;
+  start.start_layer = 2;
+  ModelInput bad_hidden = Input();
+  bad_hidden.start_hidden = torch::zeros({4, 12, 31});
+  EXPECT_EQ(code(start, bad_hidden).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(start).code(), absl::StatusCode::kInvalidArgument);
+
+  ForwardOptions layers;
+  layers.attention_layers = {3};
+  EXPECT_THAT(code(layers).message(), HasSubstr("attention_layers[0]=3"));
+  layers.attention_layers = {};
+  layers.capture_hidden = {0};
+  layers.start_layer = 1;
+  ModelInput hidden = Input();
+  hidden.start_hidden = torch::zeros({4, 12, 32});
+  EXPECT_EQ(code(layers, hidden).code(), absl::StatusCode::kInvalidArgument);
+
+  ModelInput bad = Input();
+  bad.input_ids[0][1] = 120;
+  auto out = model_->ForwardTensors(bad, {}, ForwardOptions());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("input_ids"));
+
+  // A row mask of another model's shape is refused, naming the row.
+  HeadMask ok = HeadMask::Identity(3, 4);
+  auto other = HeadMask::Ablate(2, 4, {{0, 0}});
+  ASSERT_TRUE(other.ok());
+  auto zero = HeadMask::Ablate(3, 4, {{0, 0}});
+  ASSERT_TRUE(zero.ok());
+  absl::Status s =
+      model_
+          ->ForwardTensors(Input(), {&*zero, &ok, &*other, nullptr},
+                           ForwardOptions())
+          .status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "rows[2].mask has shape 2x4; the model has 3x4");
+  EXPECT_EQ(model_->CheckHeadMask(*other, "m").message(),
+            "m has shape 2x4; the model has 3x4");
+  EXPECT_TRUE(model_->CheckHeadMask(ok, "m").ok());
+  // Masks, when given, are one per row.
+  s = model_->ForwardTensors(Input(), {&ok, &ok, &ok}, ForwardOptions())
+          .status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("masks has 3 entries for 4 rows"));
+}
+
+// Rows with no mask, or one that keeps every head (in either mode), run
+// exactly as the unmasked model, in a batch with masked rows too.
+TEST_F(GoldenModelTest, UnmaskedRowsAreExact) {
+  const HeadMask identity = HeadMask::Identity(3, 4, AblationMode::kUniform);
+  auto plain = model_->ForwardTensors(Input(), {}, AllAttentions());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto identities = model_->ForwardTensors(
+      Input(), {&identity, nullptr, &identity, nullptr}, AllAttentions());
+  ASSERT_TRUE(identities.ok()) << identities.status();
+  EXPECT_TRUE(torch::equal(identities->logits, plain->logits));
+  for (int l = 0; l < 3; ++l) {
+    EXPECT_TRUE(torch::equal(identities->attentions[l], plain->attentions[l]));
+  }
+  auto zero = HeadMask::Ablate(3, 4, {{2, 1}});
+  ASSERT_TRUE(zero.ok());
+  auto mixed = model_->ForwardTensors(
+      Input(), {&identity, &*zero, nullptr, &identity}, AllAttentions());
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  for (int r : {0, 2, 3}) {
+    EXPECT_TRUE(torch::equal(mixed->logits[r], plain->logits[r])) << r;
+    EXPECT_TRUE(torch::equal(mixed->attentions[2][r], plain->attentions[2][r]))
+        << r;
+  }
+  EXPECT_EQ(mixed->attentions[2][1][1].abs().max().item<float>(), 0.0f);
+  EXPECT_FALSE(torch::equal(mixed->logits[1], plain->logits[1]));
+}
+
+// Model::Forward (rows in, plain arrays out) is MakeBatch + ForwardTensors.
+TEST_F(GoldenModelTest, ForwardOnRowsMatchesTensors) {
+  auto a = model_->tokenizer().Encode("the cat", std::string_view("a dog"), 64);
+  auto b = model_->tokenizer().Encode("it", std::nullopt, 64);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto uniform =
+      HeadMask::Ablate(3, 4, {{0, 1}, {1, 3}}, AblationMode::kUniform);
+  ASSERT_TRUE(uniform.ok());
+  ForwardOptions options;
+  options.attention_layers = {1};
+  auto plain = model_->Forward({{&*a, &*uniform}, {&*b, nullptr}}, options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto batch = model_->MakeBatch({&*a, &*b});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  auto tensors = model_->ForwardTensors(*batch, {&*uniform, nullptr}, options);
+  ASSERT_TRUE(tensors.ok()) << tensors.status();
+  const int64_t t = static_cast<int64_t>(a->tokens.size());
+  EXPECT_EQ(plain->logits.shape, std::vector<int64_t>({2, 3}));
+  EXPECT_TRUE(torch::equal(torch::tensor(plain->logits.data).view({2, 3}),
+                           tensors->logits));
+  ASSERT_EQ(plain->attentions.size(), 1u);
+  EXPECT_EQ(plain->attentions[1].shape, std::vector<int64_t>({2, 4, t, t}));
+  EXPECT_TRUE(
+      torch::equal(torch::tensor(plain->attentions[1].data).view({2, 4, t, t}),
+                   tensors->attentions[1]));
+  // Starting part-way or capturing hidden states needs tensors.
+  ForwardOptions start;
+  start.start_layer = 1;
+  EXPECT_EQ(model_->Forward({{&*a, nullptr}}, start).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model_->Forward({{nullptr, nullptr}}, ForwardOptions())
+                .status()
+                .message(),
+            "rows[0].encoding is null");
+  auto other = HeadMask::Ablate(2, 4, {{0, 0}});
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(
+      model_->Forward({{&*b, &*other}}, ForwardOptions()).status().message(),
+      "rows[0].mask has shape 2x4; the model has 3x4");
+}
+
+TEST_F(GoldenModelTest, MakeBatchPadsWithPadId) {
+  auto a = model_->tokenizer().Encode("the cat", std::string_view("a dog"), 64);
+  auto b = model_->tokenizer().Encode("it", std::nullopt, 64);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto batch = model_->MakeBatch({&*a, &*b});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  const int64_t t = static_cast<int64_t>(a->tokens.size());
+  ASSERT_EQ(batch->input_ids.sizes(), torch::IntArrayRef({2, t}));
+  for (int64_t j = 0; j < t; ++j) {
+    EXPECT_EQ(batch->input_ids[0][j].item<int64_t>(), a->tokens[j].id);
+    EXPECT_EQ(batch->token_type_ids[0][j].item<int64_t>(),
+              a->tokens[j].segment);
+  }
+  EXPECT_EQ(batch->input_ids[1][3].item<int64_t>(), 0);  // [PAD]
+  EXPECT_EQ(batch->attention_mask[1].sum().item<int64_t>(), 3);
+  EXPECT_EQ(batch->attention_mask[0].sum().item<int64_t>(), t);
+  auto out = model_->ForwardTensors(*batch, {}, ForwardOptions());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->logits.sizes(), torch::IntArrayRef({2, 3}));
+  EXPECT_FALSE(model_->MakeBatch({}).ok());
+}
+
+TEST_F(GoldenModelTest, ForwardIsSafeFromManyThreads) {
+  const json& c = Case("per_row");
+  std::vector<HeadMask> masks = RowMasks(c);
+  torch::Tensor expected = ToTensor(c["logits"], torch::kDouble);
+  std::vector<double> diffs(4, 1.0);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      for (int k = 0; k < 5; ++k) {
+        auto out = RunMasked(masks);
+        diffs[i] = out.ok() ? MaxAbsDiff(out->logits, expected) : 1.0;
+        if (diffs[i] > kLogitTol) return;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (double d : diffs) EXPECT_LT(d, kLogitTol);
+}
+
+TEST(ModelLoadTest, DeviceAndDtypeOptions) {
+  ModelOptions options;
+  options.dir = GoldenModelDir();
+  if (!torch::cuda::is_available()) {
+    options.device = "cuda";
+    auto m = Model::Load(options);
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(m.status().message(),
+              "--device=cuda requested but no CUDA device is available (this "
+              "libtorch: CPU only?)");
+  }
+  options.device = "tpu";
+  EXPECT_EQ(Model::Load(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.device = "cpu";
+  options.dtype = "F16";
+  EXPECT_EQ(Model::Load(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.dtype = "F64";
+  EXPECT_EQ(Model::Load(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.dtype = "auto";
+  options.max_seq_len = 65;
+  EXPECT_EQ(Model::Load(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.max_seq_len = 0;
+  options.dir = GoldenModelDir() + "/does-not-exist";
+  EXPECT_FALSE(Model::Load(options).ok());
+}
+
+TEST(ModelLoadTest, Bf16IsCloseToF32) {
+  ModelOptions options;
+  options.dir = GoldenModelDir();
+  options.dtype = "BF16";
+  auto model = Model::Load(options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->dtype(), "BF16");
+  json golden = ReadGolden();
+  ModelInput input{ToTensor(golden["input_ids"], torch::kLong),
+                   ToTensor(golden["token_type_ids"], torch::kLong),
+                   ToTensor(golden["attention_mask"], torch::kLong)};
+  ForwardOptions o;
+  o.attention_layers = {0};
+  auto out = (*model)->ForwardTensors(input, {}, o);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->logits.scalar_type(), torch::kFloat);
+  EXPECT_LT(
+      MaxAbsDiff(out->attentions[0],
+                 ToTensor(golden["cases"][0]["attentions"][0], torch::kDouble)),
+      0.05);
+  EXPECT_LT(MaxAbsDiff(out->logits,
+                       ToTensor(golden["cases"][0]["logits"], torch::kDouble)),
+            0.5);
+}
+
+TEST(ModelLoadTest, PlainBertModelServesAttentionOnly) {
+  const char* shared = std::getenv("BERTOLOGY_SHARED_DIR");
+  if (shared == nullptr) GTEST_SKIP() << "BERTOLOGY_SHARED_DIR not set";
+  const std::string dir =
+      std::string(shared) + "/fixtures/checkpoints/tiny-bert-safetensors";
+  if (!std::ifstream(dir + "/config.json").good()) {
+    GTEST_SKIP() << "shared fixture absent: " << dir;
+  }
+  ModelOptions options;
+  options.dir = dir;
+  auto model = Model::Load(options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_FALSE((*model)->has_classifier());
+  auto enc = (*model)->tokenizer().Encode("t5 t6", std::nullopt, 16);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  auto batch = (*model)->MakeBatch({&*enc});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  const int64_t t = batch->input_ids.size(1);
+
+  ForwardOptions o;
+  o.compute_logits = false;
+  o.attention_layers = {0, 1};
+  auto zero = HeadMask::Ablate(2, 4, {{1, 3}});
+  ASSERT_TRUE(zero.ok());
+  auto out = (*model)->ForwardTensors(*batch, {&*zero}, o);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(out->logits.defined());
+  ASSERT_EQ(out->attentions.size(), 2u);
+  EXPECT_EQ(out->attentions[1].sizes(), torch::IntArrayRef({1, 4, t, t}));
+  EXPECT_TRUE(
+      torch::allclose(out->attentions[0].sum(-1), torch::ones({1, 4, t})));
+  EXPECT_EQ(out->attentions[1][0][3].abs().max().item<float>(), 0.0f);
+
+  o.compute_logits = true;
+  auto refused = (*model)->ForwardTensors(*batch, {&*zero}, o);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.status().message(),
+            "model " + dir +
+                " has no classifier (a plain BertModel): Classify needs "
+                "BertForSequenceClassification");
+}
+
+}  // namespace
+}  // namespace bertology

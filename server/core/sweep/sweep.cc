@@ -1,0 +1,366 @@
+#include "server/core/sweep/sweep.h"
+
+#include <c10/util/Exception.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "server/core/model/model_tensors.h"
+#include "server/core/status_macros.h"
+
+namespace bertology {
+namespace {
+
+// Full batches per group of masks run together (see RunChunk).
+constexpr int kBatchesPerMaskGroup = 16;
+
+struct Tally {
+  int examples = 0;
+  int correct = 0;
+  double loss_sum = 0;
+
+  MaskResult ToResult(int mask_index) const {
+    MaskResult r;
+    r.mask_index = mask_index;
+    r.examples = examples;
+    r.correct = correct;
+    r.loss_sum = loss_sum;
+    r.accuracy = examples > 0 ? static_cast<double>(correct) / examples : 0.0;
+    return r;
+  }
+};
+
+// One (mask, example) row of a forward pass; `example` indexes the
+// caller's examples.
+struct Row {
+  int mask;  // index into masks; -1 = baseline
+  int example;
+};
+
+// The state of one SweepExecutor::Run. Examples are visited in order of
+// length (so batches pad little) in chunks whose cached hidden states fit
+// the budget; within a chunk, the baseline runs first and caches the input
+// hidden state of every layer some mask starts at, then each group of masks
+// sharing a start layer runs from that cache.
+class SweepRun {
+ public:
+  SweepRun(const Model& model, const SweepOptions& options,
+           const std::vector<SweepExample>& examples,
+           const std::vector<SweepMask>& masks, const SweepCallbacks& callbacks)
+      : model_(model),
+        options_(options),
+        examples_(examples),
+        masks_(masks),
+        callbacks_(callbacks) {}
+
+  absl::Status Run() {
+    RETURN_IF_ERROR(Validate());
+    Plan();
+    const int n = static_cast<int>(examples_.size());
+    if (n == 0) {
+      DeliverBaseline();  // and the masks that affect no layer
+      for (const auto& [start, group] : groups_) {
+        for (int m : group) Deliver(m);
+      }
+      return absl::OkStatus();
+    }
+    int begin = 0;
+    while (begin < n) {
+      int end = begin;
+      int64_t bytes = 0;
+      do {
+        bytes += CacheBytes(order_[end]);
+        ++end;
+      } while (end < n &&
+               bytes + CacheBytes(order_[end]) <= options_.cache_budget_bytes);
+      RETURN_IF_ERROR(RunChunk(begin, end));
+      begin = end;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Validate() {
+    if (!model_.has_classifier()) {
+      return absl::FailedPreconditionError(
+          "sweeps need a sequence classifier; the model has no classifier "
+          "head");
+    }
+    if (options_.max_batch_rows < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_batch_rows=", options_.max_batch_rows, " must be >= 1"));
+    }
+    const BertConfig& config = model_.config();
+    const int num_labels = static_cast<int>(config.id2label.size());
+    for (size_t i = 0; i < examples_.size(); ++i) {
+      const int label = examples_[i].label;
+      if (label < 0 || (num_labels > 0 && label >= num_labels)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("examples[", i, "].label=", label,
+                         " out of range [0, ", num_labels, ")"));
+      }
+      if (examples_[i].encoding.tokens.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("examples[", i, "].encoding has no tokens"));
+      }
+    }
+    for (size_t i = 0; i < masks_.size(); ++i) {
+      RETURN_IF_ERROR(model_.CheckHeadMask(
+          masks_[i].mask, absl::StrCat("masks[", i, "] (", masks_[i].id, ")")));
+    }
+    return absl::OkStatus();
+  }
+
+  // Sorts examples by length and groups masks by first affected layer.
+  void Plan() {
+    const int n = static_cast<int>(examples_.size());
+    const int layers = model_.config().num_hidden_layers;
+    order_.resize(n);
+    std::iota(order_.begin(), order_.end(), 0);
+    std::stable_sort(order_.begin(), order_.end(),
+                     [this](int a, int b) { return Length(a) < Length(b); });
+    for (int m = 0; m < static_cast<int>(masks_.size()); ++m) {
+      const int start = masks_[m].mask.FirstAffectedLayer();
+      if (start >= layers) {
+        identity_masks_.push_back(m);
+      } else {
+        groups_[start].push_back(m);
+      }
+    }
+    for (const auto& [start, group] : groups_) {
+      if (start > 0) {
+        cache_slot_[start] = static_cast<int>(capture_layers_.size());
+        capture_layers_.push_back(start);
+      }
+    }
+    tallies_.assign(masks_.size(), Tally());
+    const std::string& dtype = model_.dtype();
+    element_bytes_ = (dtype == "F16" || dtype == "BF16") ? 2 : 4;
+    total_ =
+        static_cast<int64_t>(n) * (static_cast<int64_t>(masks_.size()) + 1);
+  }
+
+  int Length(int example) const {
+    return static_cast<int>(examples_[example].encoding.tokens.size());
+  }
+
+  int64_t CacheBytes(int example) const {
+    return static_cast<int64_t>(capture_layers_.size()) * Length(example) *
+           model_.config().hidden_size * element_bytes_;
+  }
+
+  absl::Status RunChunk(int begin, int end) {
+    // cache[i - begin][slot]: [T_i, D] input hidden state of example
+    // order_[i] at layer capture_layers_[slot] (a view into its batch).
+    std::vector<std::vector<torch::Tensor>> cache(
+        end - begin, std::vector<torch::Tensor>(capture_layers_.size()));
+    const int max_rows = options_.max_batch_rows;
+    for (int b = begin; b < end; b += max_rows) {
+      std::vector<Row> rows;
+      for (int i = b; i < std::min(end, b + max_rows); ++i) {
+        rows.push_back({-1, order_[i]});
+      }
+      ForwardOptions fo;
+      fo.capture_hidden = capture_layers_;
+      ASSIGN_OR_RETURN(TensorOutput out, Forward(rows, fo));
+      for (size_t slot = 0; slot < capture_layers_.size(); ++slot) {
+        const torch::Tensor& hidden = out.hidden.at(capture_layers_[slot]);
+        for (size_t r = 0; r < rows.size(); ++r) {
+          cache[b - begin + r][slot] =
+              hidden[r].narrow(0, 0, Length(rows[r].example));
+        }
+      }
+      RETURN_IF_ERROR(Score(out.logits, rows));
+      Progress(static_cast<int64_t>(rows.size()) *
+               (1 + static_cast<int64_t>(identity_masks_.size())));
+    }
+    std::vector<int> cache_index(examples_.size(), -1);
+    for (int i = begin; i < end; ++i) cache_index[order_[i]] = i - begin;
+    // Masks of a start layer run a few at a time, so that results stream
+    // out steadily instead of all at the end of the chunk: a caller whose
+    // call is cut part-way keeps them and resends only the rest. About
+    // kBatchesPerMaskGroup full batches per group keeps the one partial
+    // batch at a group's end a small cost.
+    const int per_group =
+        std::max(1, kBatchesPerMaskGroup * max_rows / std::max(1, end - begin));
+    for (const auto& [start, group] : groups_) {
+      for (size_t g = 0; g < group.size(); g += per_group) {
+        const std::vector<int> masks(
+            group.begin() + g,
+            group.begin() + std::min(group.size(), g + per_group));
+        RETURN_IF_ERROR(
+            RunMaskGroup(start, masks, begin, end, cache_index, cache));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Scores `masks` (all starting at layer `start`) on examples
+  // order_[begin, end), from the chunk's cached hidden states.
+  absl::Status RunMaskGroup(
+      int start, const std::vector<int>& masks, int begin, int end,
+      const std::vector<int>& cache_index,
+      const std::vector<std::vector<torch::Tensor>>& cache) {
+    const int max_rows = options_.max_batch_rows;
+    // Rows ordered by (example length, example, mask): consecutive rows
+    // share a length, and usually an example.
+    std::vector<Row> pending;
+    pending.reserve(static_cast<size_t>(end - begin) * masks.size());
+    for (int i = begin; i < end; ++i) {
+      for (int m : masks) pending.push_back({m, order_[i]});
+    }
+    for (size_t b = 0; b < pending.size(); b += max_rows) {
+      std::vector<Row> rows(
+          pending.begin() + b,
+          pending.begin() + std::min(pending.size(), b + max_rows));
+      ForwardOptions fo;
+      torch::Tensor start_hidden;
+      if (start > 0) {
+        const int slot = cache_slot_.at(start);
+        std::vector<const torch::Tensor*> parts;
+        for (const Row& row : rows) {
+          parts.push_back(&cache[cache_index[row.example]][slot]);
+        }
+        fo.start_layer = start;
+        start_hidden = PadStack(parts);
+      }
+      ASSIGN_OR_RETURN(TensorOutput out, Forward(rows, fo, start_hidden));
+      RETURN_IF_ERROR(Score(out.logits, rows));
+      Progress(static_cast<int64_t>(rows.size()));
+    }
+    return absl::OkStatus();
+  }
+
+  // [B, T, D] from B tensors [T_i, D], zero-padded to the longest (padding
+  // positions are never attended to, so their values do not matter).
+  static torch::Tensor PadStack(
+      const std::vector<const torch::Tensor*>& parts) {
+    int64_t t = 0;
+    for (const torch::Tensor* p : parts) t = std::max(t, p->size(0));
+    const torch::Tensor& first = *parts.front();
+    torch::Tensor out =
+        torch::zeros({static_cast<int64_t>(parts.size()), t, first.size(1)},
+                     first.options());
+    for (size_t r = 0; r < parts.size(); ++r) {
+      out[r].narrow(0, 0, parts[r]->size(0)).copy_(*parts[r]);
+    }
+    return out;
+  }
+
+  // One pass over `rows`, each under its mask (none for the baseline's),
+  // from `start_hidden` when options.start_layer > 0.
+  absl::StatusOr<TensorOutput> Forward(
+      const std::vector<Row>& rows, const ForwardOptions& options,
+      const torch::Tensor& start_hidden = torch::Tensor()) {
+    if (callbacks_.is_cancelled && callbacks_.is_cancelled()) {
+      return absl::CancelledError("sweep cancelled");
+    }
+    std::vector<const Encoding*> encodings;
+    std::vector<const HeadMask*> masks;
+    encodings.reserve(rows.size());
+    masks.reserve(rows.size());
+    for (const Row& row : rows) {
+      encodings.push_back(&examples_[row.example].encoding);
+      masks.push_back(row.mask < 0 ? nullptr : &masks_[row.mask].mask);
+    }
+    ASSIGN_OR_RETURN(ModelInput input, model_.MakeBatch(encodings));
+    input.start_hidden = start_hidden;
+    return model_.ForwardTensors(input, masks, options);
+  }
+
+  // Adds each row's correctness (argmax, first maximum on ties) and
+  // cross-entropy to its mask's tally, delivering masks that are complete.
+  absl::Status Score(const torch::Tensor& logits,
+                     const std::vector<Row>& rows) {
+    const torch::Tensor log_probs =
+        torch::log_softmax(logits.to(torch::kFloat32).contiguous(), 1);
+    const auto lp = log_probs.accessor<float, 2>();
+    const int num_classes = static_cast<int>(log_probs.size(1));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const int label = examples_[rows[r].example].label;
+      if (label >= num_classes) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("examples[", rows[r].example, "].label=", label,
+                         " out of range [0, ", num_classes, ")"));
+      }
+      int best = 0;
+      for (int c = 1; c < num_classes; ++c) {
+        if (lp[r][c] > lp[r][best]) best = c;
+      }
+      Tally& tally = rows[r].mask < 0 ? baseline_ : tallies_[rows[r].mask];
+      ++tally.examples;
+      tally.correct += best == label ? 1 : 0;
+      tally.loss_sum -= static_cast<double>(lp[r][label]);
+      if (tally.examples == static_cast<int>(examples_.size())) {
+        if (rows[r].mask < 0) {
+          DeliverBaseline();
+        } else {
+          Deliver(rows[r].mask);
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The baseline, then every mask that affects no layer (same scores).
+  void DeliverBaseline() {
+    if (callbacks_.on_baseline) callbacks_.on_baseline(baseline_.ToResult(-1));
+    for (int m : identity_masks_) {
+      tallies_[m] = baseline_;
+      Deliver(m);
+    }
+  }
+
+  void Deliver(int mask) {
+    if (callbacks_.on_result)
+      callbacks_.on_result(tallies_[mask].ToResult(mask));
+  }
+
+  void Progress(int64_t rows) {
+    done_ += rows;
+    if (callbacks_.on_progress) callbacks_.on_progress(done_, total_);
+  }
+
+  const Model& model_;
+  const SweepOptions& options_;
+  const std::vector<SweepExample>& examples_;
+  const std::vector<SweepMask>& masks_;
+  const SweepCallbacks& callbacks_;
+
+  std::vector<int> order_;  // example indices by length
+  std::vector<int> identity_masks_;
+  std::map<int, std::vector<int>> groups_;  // start layer -> masks
+  std::vector<int> capture_layers_;         // start layers > 0, ascending
+  std::map<int, int> cache_slot_;           // start layer -> capture index
+  int64_t element_bytes_ = 4;
+  Tally baseline_;
+  std::vector<Tally> tallies_;
+  int64_t done_ = 0;
+  int64_t total_ = 0;
+};
+
+}  // namespace
+
+absl::Status SweepExecutor::Run(const std::vector<SweepExample>& examples,
+                                const std::vector<SweepMask>& masks,
+                                const SweepCallbacks& callbacks) const {
+  if (model_ == nullptr) return absl::InvalidArgumentError("model is null");
+  try {
+    return SweepRun(*model_, options_, examples, masks, callbacks).Run();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("sweep failed in libtorch: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("sweep failed: ", e.what()));
+  }
+}
+
+}  // namespace bertology

@@ -1,0 +1,81 @@
+// Ablation sweeps: many head masks scored over one labelled example set.
+//
+// The executor computes the unmasked baseline once and, for a mask whose
+// first affected layer is l, starts the forward pass at layer l from the
+// baseline's cached input hidden state of layer l (layers below l compute
+// exactly what the unmasked model computes). (mask, example) pairs are packed
+// densely into batches of rows with per-row masks, grouped by sequence length
+// and start layer. Memory for cached hidden states is bounded by
+// SweepOptions::cache_budget_bytes: examples are processed in chunks small
+// enough that one chunk's cache fits.
+#ifndef BERTOLOGY_CORE_SWEEP_H_
+#define BERTOLOGY_CORE_SWEEP_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/head_mask.h"
+#include "common/mask_generators.h"  // SweepMask and the generators
+#include "server/core/model/model.h"
+#include "server/core/tokenizer/tokenizer.h"
+
+namespace bertology {
+
+struct SweepExample {
+  Encoding encoding;
+  int label = 0;  // class index, in [0, num_labels)
+};
+
+struct SweepOptions {
+  int max_batch_rows = 32;  // rows (mask x example pairs) per forward pass
+  // Bytes of cached baseline hidden states (one [T, D] per example per
+  // distinct start layer > 0) held at once; estimated from token counts and
+  // the model's dtype. A chunk always holds at least one example.
+  int64_t cache_budget_bytes = 256 << 20;
+};
+
+struct MaskResult {
+  int mask_index = -1;  // index into the masks passed to Run; -1 = baseline
+  int examples = 0;
+  int correct = 0;
+  double loss_sum = 0;  // sum of per-example cross-entropy (natural log)
+  double accuracy = 0;  // correct / examples
+};
+
+struct SweepCallbacks {
+  // After the baseline has been scored (before any mask result).
+  std::function<void(const MaskResult&)> on_baseline;
+  // Once per mask, when all its examples are scored (any order).
+  std::function<void(const MaskResult&)> on_result;
+  // After each forward pass; units are (mask, example) pairs, baseline
+  // included in `total`.
+  std::function<void(int64_t done, int64_t total)> on_progress;
+  // Polled between forward passes; true stops the run with CANCELLED.
+  std::function<bool()> is_cancelled;
+};
+
+// Thread-compatible: one Run at a time per executor; the Model may be shared.
+class SweepExecutor {
+ public:
+  SweepExecutor(const Model* model, SweepOptions options)
+      : model_(model), options_(options) {}
+  // FAILED_PRECONDITION if the model has no classifier; INVALID_ARGUMENT for
+  // a label out of range ("examples[i].label"), an empty encoding or a mask
+  // of the wrong shape ("masks[i]"); CANCELLED when is_cancelled said so.
+  // Errors from the model are returned as they are.
+  absl::Status Run(const std::vector<SweepExample>& examples,
+                   const std::vector<SweepMask>& masks,
+                   const SweepCallbacks& callbacks) const;
+
+ private:
+  const Model* model_;
+  SweepOptions options_;
+};
+
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CORE_SWEEP_H_

@@ -1,0 +1,310 @@
+#include "server/core/sweep/sweep.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/core/model/model_tensors.h"
+
+namespace bertology {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kLossTolerance = 1e-4;
+
+std::string GoldenDir() {
+  const char* root = std::getenv("BERTOLOGY_SOURCE_DIR");
+  return std::string(root != nullptr ? root : ".") +
+         "/tests/golden/tiny-bert-cls";
+}
+
+class SweepTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ModelOptions options;
+    options.dir = GoldenDir();
+    auto model = Model::Load(options);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::move(model).value().release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+  }
+
+  // `n` examples of varied lengths (3..40 tokens, some pairs) with random
+  // token ids and labels, fixed by `seed`.
+  static std::vector<SweepExample> Examples(int n, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    const Vocab& vocab = model_->tokenizer().vocab();
+    std::vector<SweepExample> examples;
+    for (int i = 0; i < n; ++i) {
+      const int len = 3 + static_cast<int>(rng() % 38);
+      const int split = len > 6 && rng() % 2 == 0 ? len / 2 : len;
+      SweepExample ex;
+      for (int j = 0; j < len; ++j) {
+        Token t;
+        t.id = (j == 0) ? vocab.cls_id()
+               : (j == split - 1 || j == len - 1)
+                   ? vocab.sep_id()
+                   : 5 + static_cast<int>(rng() % 115);
+        t.segment = j >= split ? 1 : 0;
+        ex.encoding.tokens.push_back(t);
+      }
+      ex.label = static_cast<int>(rng() % 3);
+      examples.push_back(std::move(ex));
+    }
+    return examples;
+  }
+
+  // Heads, layers, random subsets, fractional values, both modes, the
+  // identity: every start layer and the baseline shortcut.
+  static std::vector<SweepMask> Masks() {
+    std::vector<SweepMask> masks = SingleHeadMasks(3, 4, AblationMode::kZero);
+    for (SweepMask& m : LayerMasks(3, 4, AblationMode::kUniform)) {
+      masks.push_back(std::move(m));
+    }
+    auto random = RandomMasks(3, 4, 0.5, 3, 11, 0, 3, AblationMode::kZero);
+    EXPECT_TRUE(random.ok());
+    for (SweepMask& m : *random) masks.push_back(std::move(m));
+    std::vector<float> half(12, 1.0f);
+    for (int h = 0; h < 4; ++h) half[4 + h] = 0.25f * h;  // layer 1
+    half[11] = 0.5f;
+    for (AblationMode mode : {AblationMode::kZero, AblationMode::kUniform}) {
+      masks.push_back({"fractional", "", *HeadMask::Dense(3, 4, half, mode)});
+    }
+    masks.push_back(
+        {"uniform-L2H1", "",
+         *HeadMask::Ablate(3, 4, {{2, 1}}, AblationMode::kUniform)});
+    masks.push_back({"identity", "", HeadMask::Identity(3, 4)});
+    masks.push_back(
+        {"keep-L0", "",
+         *HeadMask::KeepOnly(3, 4, {{0, 0}, {0, 1}, {0, 2}, {0, 3}})});
+    return masks;
+  }
+
+  // The reference: each (mask, example) alone through a full forward pass,
+  // scored in double precision.
+  static MaskResult Naive(const std::vector<SweepExample>& examples,
+                          const HeadMask* mask) {
+    MaskResult result;
+    for (const SweepExample& ex : examples) {
+      auto input = model_->MakeBatch({&ex.encoding});
+      EXPECT_TRUE(input.ok()) << input.status();
+      auto out = model_->ForwardTensors(*input, {mask}, ForwardOptions());
+      EXPECT_TRUE(out.ok()) << out.status();
+      const torch::Tensor logits = out->logits.to(torch::kDouble);
+      const auto a = logits.accessor<double, 2>();
+      int best = 0;
+      double max = a[0][0];
+      for (int c = 1; c < logits.size(1); ++c) {
+        if (a[0][c] > a[0][best]) best = c;
+        max = std::max(max, a[0][c]);
+      }
+      double sum = 0;
+      for (int c = 0; c < logits.size(1); ++c) sum += std::exp(a[0][c] - max);
+      ++result.examples;
+      result.correct += best == ex.label ? 1 : 0;
+      result.loss_sum += std::log(sum) + max - a[0][ex.label];
+    }
+    return result;
+  }
+
+  struct Recorded {
+    absl::Status status;
+    MaskResult baseline;
+    std::map<int, MaskResult> results;
+    std::vector<std::string> events;  // "baseline", "result", "progress"
+    std::vector<std::pair<int64_t, int64_t>> progress;
+    int result_calls = 0;
+  };
+
+  static Recorded RunSweep(const SweepOptions& options,
+                           const std::vector<SweepExample>& examples,
+                           const std::vector<SweepMask>& masks,
+                           std::function<bool()> is_cancelled = nullptr) {
+    Recorded rec;
+    SweepCallbacks callbacks;
+    callbacks.on_baseline = [&](const MaskResult& r) {
+      rec.baseline = r;
+      rec.events.push_back("baseline");
+    };
+    callbacks.on_result = [&](const MaskResult& r) {
+      rec.results[r.mask_index] = r;
+      ++rec.result_calls;
+      rec.events.push_back("result");
+    };
+    callbacks.on_progress = [&](int64_t done, int64_t total) {
+      rec.progress.push_back({done, total});
+      rec.events.push_back("progress");
+    };
+    callbacks.is_cancelled = std::move(is_cancelled);
+    rec.status = SweepExecutor(model_, options).Run(examples, masks, callbacks);
+    return rec;
+  }
+
+  static Model* model_;
+};
+
+Model* SweepTest::model_ = nullptr;
+
+void ExpectSameScores(const MaskResult& got, const MaskResult& want,
+                      const std::string& what) {
+  EXPECT_EQ(got.examples, want.examples) << what;
+  EXPECT_EQ(got.correct, want.correct) << what;
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, kLossTolerance) << what;
+  EXPECT_DOUBLE_EQ(got.accuracy,
+                   static_cast<double>(got.correct) / got.examples)
+      << what;
+}
+
+TEST_F(SweepTest, MatchesNaivePerMaskForwardPasses) {
+  const std::vector<SweepExample> examples = Examples(17, 1);
+  const std::vector<SweepMask> masks = Masks();
+  const MaskResult naive_baseline = Naive(examples, nullptr);
+  std::vector<MaskResult> naive;
+  int differs_from_baseline = 0;
+  for (const SweepMask& m : masks) {
+    naive.push_back(Naive(examples, &m.mask));
+    if (std::abs(naive.back().loss_sum - naive_baseline.loss_sum) > 1e-3) {
+      ++differs_from_baseline;
+    }
+  }
+  // The comparison means something only if masks change the scores.
+  EXPECT_GT(differs_from_baseline, static_cast<int>(masks.size()) / 2);
+
+  struct Config {
+    int max_batch_rows;
+    int64_t cache_budget_bytes;
+  };
+  // Dense batches in one chunk; one row per pass with one example per
+  // chunk; big batches over several chunks.
+  for (const Config& c :
+       {Config{7, int64_t{1} << 30}, Config{1, 0}, Config{64, 20000}}) {
+    SweepOptions options;
+    options.max_batch_rows = c.max_batch_rows;
+    options.cache_budget_bytes = c.cache_budget_bytes;
+    const std::string what =
+        "max_batch_rows=" + std::to_string(c.max_batch_rows) +
+        " budget=" + std::to_string(c.cache_budget_bytes);
+    Recorded rec = RunSweep(options, examples, masks);
+    ASSERT_TRUE(rec.status.ok()) << rec.status << " " << what;
+    EXPECT_EQ(rec.baseline.mask_index, -1);
+    ExpectSameScores(rec.baseline, naive_baseline, what + " baseline");
+    ASSERT_EQ(rec.result_calls, static_cast<int>(masks.size())) << what;
+    for (size_t m = 0; m < masks.size(); ++m) {
+      ASSERT_EQ(rec.results.count(m), 1u) << what;
+      ExpectSameScores(rec.results[m], naive[m], what + " " + masks[m].id);
+    }
+  }
+}
+
+TEST_F(SweepTest, ReportsBaselineFirstAndProgressToTotal) {
+  const std::vector<SweepExample> examples = Examples(9, 2);
+  const std::vector<SweepMask> masks = Masks();
+  SweepOptions options;
+  options.max_batch_rows = 8;
+  options.cache_budget_bytes = 10000;  // several chunks
+  Recorded rec = RunSweep(options, examples, masks);
+  ASSERT_TRUE(rec.status.ok()) << rec.status;
+  ASSERT_FALSE(rec.events.empty());
+  int baseline_at = -1, first_result_at = -1;
+  for (int i = 0; i < static_cast<int>(rec.events.size()); ++i) {
+    if (rec.events[i] == "baseline" && baseline_at < 0) baseline_at = i;
+    if (rec.events[i] == "result" && first_result_at < 0) first_result_at = i;
+  }
+  EXPECT_GE(baseline_at, 0);
+  EXPECT_LT(baseline_at, first_result_at);
+  const int64_t total = 9 * static_cast<int64_t>(masks.size() + 1);
+  ASSERT_FALSE(rec.progress.empty());
+  int64_t last = 0;
+  for (const auto& [done, tot] : rec.progress) {
+    EXPECT_EQ(tot, total);
+    EXPECT_GT(done, last);
+    last = done;
+  }
+  EXPECT_EQ(last, total);
+}
+
+// Results stream out a few masks at a time, not one burst per start layer
+// at the end of a chunk: a caller whose call is cut keeps more of them.
+TEST_F(SweepTest, ResultsStreamOutDuringAChunk) {
+  const std::vector<SweepExample> examples = Examples(40, 6);
+  const std::vector<SweepMask> masks = Masks();
+  std::set<int> start_layers;
+  for (const SweepMask& m : masks) {
+    start_layers.insert(m.mask.FirstAffectedLayer());
+  }
+  SweepOptions options;
+  options.max_batch_rows = 2;  // 16 batches of 2 rows < 40 examples: 1 mask
+  options.cache_budget_bytes = int64_t{1} << 30;  // one chunk
+  Recorded rec = RunSweep(options, examples, masks);
+  ASSERT_TRUE(rec.status.ok()) << rec.status;
+  // The pairs done when each result arrived: one value per delivery point.
+  std::set<int64_t> delivered_at;
+  int64_t done = 0;
+  size_t p = 0;
+  for (const std::string& e : rec.events) {
+    if (e == "progress") done = rec.progress[p++].first;
+    if (e == "result") delivered_at.insert(done);
+  }
+  EXPECT_GE(delivered_at.size(), masks.size() - 1)
+      << "results came in " << delivered_at.size() << " bursts for "
+      << start_layers.size() << " start layers";
+}
+
+TEST_F(SweepTest, CancelledBetweenPasses) {
+  const std::vector<SweepExample> examples = Examples(6, 3);
+  SweepOptions options;
+  options.max_batch_rows = 4;
+  int polls = 0;
+  Recorded rec =
+      RunSweep(options, examples, Masks(), [&polls] { return ++polls > 2; });
+  EXPECT_EQ(rec.status.code(), absl::StatusCode::kCancelled) << rec.status;
+  EXPECT_EQ(rec.progress.size(), 2u);  // two passes ran, then it stopped
+  EXPECT_EQ(polls, 3);
+}
+
+TEST_F(SweepTest, LabelOutOfRangeNamesTheExample) {
+  std::vector<SweepExample> examples = Examples(3, 4);
+  examples[1].label = 3;
+  Recorded rec = RunSweep(SweepOptions(), examples, Masks());
+  EXPECT_EQ(rec.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(rec.status.message(), HasSubstr("examples[1].label"));
+  EXPECT_TRUE(rec.progress.empty());
+
+  examples[1].label = 0;
+  examples[2].label = -1;
+  rec = RunSweep(SweepOptions(), examples, Masks());
+  EXPECT_THAT(rec.status.message(), HasSubstr("examples[2].label"));
+}
+
+TEST_F(SweepTest, MaskOfWrongShapeNamesTheMask) {
+  std::vector<SweepMask> masks = Masks();
+  masks.push_back({"bad", "", HeadMask::Identity(2, 4)});
+  Recorded rec = RunSweep(SweepOptions(), Examples(2, 5), masks);
+  EXPECT_EQ(rec.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(rec.status.message(),
+              HasSubstr("masks[" + std::to_string(masks.size() - 1) + "]"));
+}
+
+TEST_F(SweepTest, NoExamplesGivesEmptyResults) {
+  Recorded rec = RunSweep(SweepOptions(), {}, Masks());
+  ASSERT_TRUE(rec.status.ok()) << rec.status;
+  EXPECT_EQ(rec.baseline.examples, 0);
+  EXPECT_EQ(rec.result_calls, static_cast<int>(Masks().size()));
+}
+
+}  // namespace
+}  // namespace bertology

@@ -1,0 +1,241 @@
+#include "server/core/tokenizer/basic_tokenizer.h"
+
+#include <algorithm>
+
+#include "utf8proc.h"
+
+namespace bertology {
+namespace {
+
+utf8proc_category_t Category(char32_t cp) {
+  return utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+}
+
+// Python's str.split() also splits on these, which _clean_text keeps
+// (categories Zl, Zp): whitespace_tokenize therefore splits on them.
+bool IsLineOrParagraphSeparator(char32_t cp) {
+  return cp == 0x2028 || cp == 0x2029;
+}
+
+// Approximations of Unicode's Cased and Case_Ignorable properties, which
+// Python's str.lower() consults for the Final_Sigma rule.
+bool IsCased(char32_t cp) {
+  const utf8proc_category_t cat = Category(cp);
+  if (cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL ||
+      cat == UTF8PROC_CATEGORY_LT) {
+    return true;
+  }
+  const auto c = static_cast<utf8proc_int32_t>(cp);
+  if (utf8proc_tolower(c) != c || utf8proc_toupper(c) != c) return true;
+  // Other_Lowercase and Other_Uppercase (Unicode 15), e.g. U+00BA.
+  static constexpr char32_t kOtherCased[][2] = {
+      {0xAA, 0xAA},       {0xBA, 0xBA},       {0x2B0, 0x2B8},
+      {0x2C0, 0x2C1},     {0x2E0, 0x2E4},     {0x345, 0x345},
+      {0x37A, 0x37A},     {0x10FC, 0x10FC},   {0x1D2C, 0x1D6A},
+      {0x1D78, 0x1D78},   {0x1D9B, 0x1DBF},   {0x2071, 0x2071},
+      {0x207F, 0x207F},   {0x2090, 0x209C},   {0x2160, 0x217F},
+      {0x24B6, 0x24E9},   {0x2C7C, 0x2C7D},   {0xA69C, 0xA69D},
+      {0xA770, 0xA770},   {0xA7F2, 0xA7F4},   {0xA7F8, 0xA7F9},
+      {0xAB5C, 0xAB5F},   {0xAB69, 0xAB69},   {0x10780, 0x10780},
+      {0x10783, 0x10785}, {0x10787, 0x107B0}, {0x107B2, 0x107BA},
+      {0x1E030, 0x1E06D}, {0x1F130, 0x1F149}, {0x1F150, 0x1F169},
+      {0x1F170, 0x1F189}};
+  for (const auto& range : kOtherCased) {
+    if (cp >= range[0] && cp <= range[1]) return true;
+  }
+  return false;
+}
+
+bool IsCaseIgnorable(char32_t cp) {
+  switch (Category(cp)) {
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_SK:
+      return true;
+    default:
+      break;
+  }
+  // Word_Break MidLetter, MidNumLet and Single_Quote.
+  static constexpr char32_t kMid[] = {
+      0x27,   0x2E,   0x3A,   0xB7,   0x387,  0x55F,  0x5F4,  0x2018, 0x2019,
+      0x2024, 0x2027, 0xFE13, 0xFE52, 0xFE55, 0xFF07, 0xFF0E, 0xFF1A};
+  return std::find(std::begin(kMid), std::end(kMid), cp) != std::end(kMid);
+}
+
+// Lower-cases token[i] as Python's str.lower() does on the whole token:
+// simple lowercase mapping plus the Final_Sigma rule. (Python's one
+// unconditional multi-character mapping, U+0130 -> "i\u0307", reduces to
+// "i" after accent stripping, which always follows lower-casing here.)
+char32_t LowerAt(const std::vector<char32_t>& text,
+                 const std::vector<int>& token, size_t i) {
+  const char32_t cp = text[token[i]];
+  if (cp != 0x3A3) {
+    return static_cast<char32_t>(
+        utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
+  }
+  size_t j = i;
+  while (j > 0 && IsCaseIgnorable(text[token[j - 1]])) --j;
+  bool final_sigma = j > 0 && IsCased(text[token[j - 1]]);
+  if (final_sigma) {
+    size_t k = i + 1;
+    while (k < token.size() && IsCaseIgnorable(text[token[k]])) ++k;
+    final_sigma = k == token.size() || !IsCased(text[token[k]]);
+  }
+  return final_sigma ? 0x3C2 : 0x3C3;
+}
+
+int CombiningClass(char32_t cp) {
+  return utf8proc_get_property(static_cast<utf8proc_int32_t>(cp))
+      ->combining_class;
+}
+
+}  // namespace
+
+bool IsBertWhitespace(char32_t cp) {
+  if (cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r') return true;
+  return Category(cp) == UTF8PROC_CATEGORY_ZS;
+}
+
+bool IsBertControl(char32_t cp) {
+  if (cp == '\t' || cp == '\n' || cp == '\r') return false;
+  switch (Category(cp)) {
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsBertPunctuation(char32_t cp) {
+  if ((cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) ||
+      (cp >= 91 && cp <= 96) || (cp >= 123 && cp <= 126)) {
+    return true;
+  }
+  switch (Category(cp)) {
+    case UTF8PROC_CATEGORY_PC:
+    case UTF8PROC_CATEGORY_PD:
+    case UTF8PROC_CATEGORY_PS:
+    case UTF8PROC_CATEGORY_PE:
+    case UTF8PROC_CATEGORY_PI:
+    case UTF8PROC_CATEGORY_PF:
+    case UTF8PROC_CATEGORY_PO:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsCjkIdeograph(char32_t cp) {
+  return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
+         (cp >= 0x20000 && cp <= 0x2A6DF) || (cp >= 0x2A700 && cp <= 0x2B73F) ||
+         (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B820 && cp <= 0x2CEAF) ||
+         (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
+}
+
+void BasicTokenizer::Normalize(const std::vector<char32_t>& text,
+                               const std::vector<int>& token,
+                               std::vector<NormalizedChar>* out) const {
+  const size_t first = out->size();
+  if (!options_.do_lower_case) {
+    for (int i : token) out->push_back({text[i], i, i + 1});
+  } else {
+    utf8proc_int32_t buf[32];
+    for (size_t i = 0; i < token.size(); ++i) {
+      const char32_t lower = LowerAt(text, token, i);
+      int last_boundclass = 0;
+      utf8proc_ssize_t n =
+          utf8proc_decompose_char(static_cast<utf8proc_int32_t>(lower), buf, 32,
+                                  UTF8PROC_DECOMPOSE, &last_boundclass);
+      if (n <= 0 || n > 32) {  // cannot happen for valid scalar values
+        buf[0] = static_cast<utf8proc_int32_t>(lower);
+        n = 1;
+      }
+      for (utf8proc_ssize_t k = 0; k < n; ++k) {
+        out->push_back({static_cast<char32_t>(buf[k]), token[i], token[i] + 1});
+      }
+    }
+    // Canonical ordering (the rest of NFD): stable sort of each run of
+    // combining marks by combining class. Only matters for the marks that
+    // survive stripping (a few Mc), but keeps this exact.
+    auto begin = out->begin() + static_cast<std::ptrdiff_t>(first);
+    for (auto run = begin; run != out->end();) {
+      if (CombiningClass(run->cp) == 0) {
+        ++run;
+        continue;
+      }
+      auto end = run;
+      while (end != out->end() && CombiningClass(end->cp) != 0) ++end;
+      std::stable_sort(run, end,
+                       [](const NormalizedChar& a, const NormalizedChar& b) {
+                         return CombiningClass(a.cp) < CombiningClass(b.cp);
+                       });
+      run = end;
+    }
+    out->erase(std::remove_if(begin, out->end(),
+                              [](const NormalizedChar& c) {
+                                return Category(c.cp) == UTF8PROC_CATEGORY_MN;
+                              }),
+               out->end());
+  }
+  if (out->size() == first) return;
+  // Attach characters that produced nothing to a neighbouring output.
+  (*out)[first].orig_start = std::min((*out)[first].orig_start, token.front());
+  for (size_t k = first; k < out->size(); ++k) {
+    const int next =
+        k + 1 < out->size() ? (*out)[k + 1].orig_start : token.back() + 1;
+    (*out)[k].orig_end = std::max((*out)[k].orig_end, next);
+  }
+}
+
+std::vector<BasicWord> BasicTokenizer::Split(
+    const std::vector<char32_t>& text) const {
+  std::vector<BasicWord> words;
+  std::vector<int> token;
+  std::vector<NormalizedChar> normalized;
+  BasicWord word;
+  auto end_word = [&] {
+    if (!word.empty()) words.push_back(std::move(word));
+    word.clear();
+  };
+  auto flush_token = [&] {
+    if (token.empty()) return;
+    normalized.clear();
+    Normalize(text, token, &normalized);
+    token.clear();
+    for (const NormalizedChar& c : normalized) {
+      if (IsBertWhitespace(c.cp) || IsLineOrParagraphSeparator(c.cp)) {
+        end_word();
+      } else if (IsBertPunctuation(c.cp)) {
+        end_word();
+        word.push_back(c);
+        end_word();
+      } else {
+        word.push_back(c);
+      }
+    }
+    end_word();
+  };
+  for (int i = 0; i < static_cast<int>(text.size()); ++i) {
+    const char32_t cp = text[i];
+    if (cp == 0 || cp == 0xFFFD || IsBertControl(cp)) continue;
+    if (IsBertWhitespace(cp) || IsLineOrParagraphSeparator(cp)) {
+      flush_token();
+    } else if (options_.tokenize_chinese_chars && IsCjkIdeograph(cp)) {
+      flush_token();
+      token.push_back(i);
+      flush_token();
+    } else {
+      token.push_back(i);
+    }
+  }
+  flush_token();
+  return words;
+}
+
+}  // namespace bertology
