@@ -19,13 +19,13 @@
 #include "absl/flags/parse.h"
 #include "bench/bench_util.h"
 #include "bench/random_model.h"
+#include "common/mask_generators.h"
 #include "nlohmann/json.hpp"
 #include "server/core/checkpoint/bert_config.h"
-#include "common/mask_generators.h"
 #include "server/core/model/model.h"
 #include "server/core/model/model_tensors.h"
-#include "server/core/sweep/sweep.h"
 #include "server/core/model/threading.h"
+#include "server/core/sweep/sweep.h"
 
 ABSL_FLAG(std::string, model, "models/querytitle-zh-tiny", "HF model dir.");
 ABSL_FLAG(std::string, name, "", "Label of the model in the report.");

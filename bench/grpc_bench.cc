@@ -22,8 +22,8 @@
 #include "absl/strings/str_split.h"
 #include "bench/bench_stats.h"
 #include "bertology/v1/bertology.grpc.pb.h"
-#include "nlohmann/json.hpp"
 #include "common/pair_dataset.h"
+#include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "Server address.");
 ABSL_FLAG(std::string, data, "", "TSV text_a, text_b, label.");

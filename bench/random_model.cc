@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "server/core/checkpoint/bert_config.h"
-#include "server/core/model/bert_model.h"
 #include "server/core/checkpoint/state_dict.h"
+#include "server/core/model/bert_model.h"
 
 namespace bertology::bench {
 namespace {

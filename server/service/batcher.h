@@ -22,10 +22,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/head_mask.h"
 #include "server/core/model/model.h"
 #include "server/core/tokenizer/tokenizer.h"
-#include "common/clock.h"
 
 namespace bertology {
 

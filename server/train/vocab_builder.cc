@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/core/tokenizer/basic_tokenizer.h"
 #include "common/utf8.h"
+#include "server/core/tokenizer/basic_tokenizer.h"
 
 namespace bertology {
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "server/core/checkpoint/bert_config.h"
 #include "common/head_mask.h"
+#include "server/core/checkpoint/bert_config.h"
 
 namespace bertology {
 

@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/head_mask.h"
 #include "server/core/checkpoint/bert_config.h"
+#include "server/core/checkpoint/state_dict.h"
 #include "server/core/model/bert_layer.h"
 #include "server/core/model/forward_options.h"
-#include "common/head_mask.h"
-#include "server/core/checkpoint/state_dict.h"
 
 namespace bertology {
 

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/core/checkpoint/bert_config.h"
 #include "common/head_mask.h"
+#include "server/core/checkpoint/bert_config.h"
 #include "server/core/model/forward_options.h"
 #include "server/core/tokenizer/tokenizer.h"
 

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "common/utf8.h"
+#include "gtest/gtest.h"
 
 namespace bertology {
 namespace {

@@ -4,8 +4,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "server/core/tokenizer/basic_tokenizer.h"
 #include "common/utf8.h"
+#include "server/core/tokenizer/basic_tokenizer.h"
 #include "server/core/tokenizer/wordpiece.h"
 
 namespace bertology {
