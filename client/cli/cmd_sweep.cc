@@ -22,7 +22,6 @@
 #include "client/render/sweep_figures.h"
 #include "client/render/sweep_report.h"
 #include "client/scheduler/progress_bar.h"
-#include "client/scheduler/replica_resolver.h"
 #include "client/scheduler/sweep_scheduler.h"
 
 namespace bertology {
@@ -136,15 +135,6 @@ absl::StatusOr<std::unique_ptr<SweepMetricsExporter>> StartExporter(
     std::fprintf(stderr, "sweep: progress metrics on port %d\n", (*e)->port());
   }
   return e;
-}
-
-// Replicas behind a target now, for the default shard size: a dns:/// name
-// counts its addresses (1 when it does not resolve yet).
-int ReplicasNow(const ChannelTarget& t) {
-  if (t.dns_host.empty()) return t.backends;
-  absl::StatusOr<std::vector<std::string>> found =
-      SystemLookup(t.dns_host, t.dns_port);
-  return found.ok() ? static_cast<int>(found->size()) : 1;
 }
 
 // The sweep's flags: connection, dataset, mask spec and these.
@@ -268,7 +258,8 @@ std::optional<StepError> ParseSchedulerFlags(const Args& args,
 
 // The model's shape and labels (from the first target), the dataset, the
 // planned masks, and the shard size.
-std::optional<StepError> PlanJob(const Args& args, SweepSetup* setup) {
+std::optional<StepError> PlanJob(const Args& args, ShardExecutor* executor,
+                                 SweepSetup* setup) {
   auto channel = MakeChannel(setup->targets.front().uri);
   if (!channel.ok()) return StepError{kExitUsage, channel.status()};
   auto stub = v1::Bertology::NewStub(*channel);
@@ -302,10 +293,15 @@ std::optional<StepError> PlanJob(const Args& args, SweepSetup* setup) {
   sharding.examples_per_shard = std::min(
       setup->examples_per_shard > 0 ? setup->examples_per_shard : num_examples,
       example_limit);
-  // By default about 4 shards per in-flight slot of the replicas seen now.
+  // By default about 4 shards per in-flight slot of the replicas the
+  // executor sees now (a dns:/// name counts its addresses; the scheduler
+  // then reuses this lookup).
   int slots = 0;
-  for (const ChannelTarget& t : setup->targets) {
-    slots += setup->options.max_inflight * ReplicasNow(t);
+  if (absl::StatusOr<std::vector<int>> channels = executor->Channels();
+      channels.ok()) {
+    for (int c : *channels) {
+      slots += setup->options.max_inflight * executor->backends(c);
+    }
   }
   sharding.masks_per_shard =
       setup->masks_per_shard > 0
@@ -383,7 +379,10 @@ int RunSweep(const Argv& argv) {
   if (std::optional<StepError> e = ParseSchedulerFlags(args, &setup)) {
     return Fail("sweep", e->code, e->status);
   }
-  if (std::optional<StepError> e = PlanJob(args, &setup)) {
+  GrpcExecutorOptions executor_options;
+  executor_options.resolve_interval = setup.resolve_interval;
+  auto executor = NewGrpcShardExecutor(setup.targets, executor_options);
+  if (std::optional<StepError> e = PlanJob(args, executor.get(), &setup)) {
     return Fail("sweep", e->code, e->status);
   }
   absl::StatusOr<std::unique_ptr<SweepMetricsExporter>> exporter =
@@ -396,9 +395,6 @@ int RunSweep(const Argv& argv) {
     if (!quiet) bar.Update(s);
     if (*exporter != nullptr) (*exporter)->Update(s);
   };
-  GrpcExecutorOptions executor_options;
-  executor_options.resolve_interval = setup.resolve_interval;
-  auto executor = NewGrpcShardExecutor(setup.targets, executor_options);
   absl::StatusOr<SweepReport> run =
       ScheduleSweep(setup.job, executor.get(), setup.options, on_progress);
   bar.Done();
