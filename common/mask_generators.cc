@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -110,9 +111,6 @@ absl::StatusOr<std::vector<SweepMask>> RandomMasks(
         absl::StrCat("fraction=", fraction, " of ", n,
                      " heads rounds to 0 heads; nothing would be masked"));
   }
-  const bool all_layers = layer_begin == 0 && layer_end == layers;
-  const std::string range =
-      all_layers ? "" : absl::StrCat("-L", layer_begin, "-", layer_end);
 
   std::mt19937_64 rng(seed);
   std::vector<int> pool(n);
@@ -131,7 +129,8 @@ absl::StatusOr<std::vector<SweepMask>> RandomMasks(
       off.push_back({layer_begin + pool[i] / heads, pool[i] % heads});
     }
     masks.push_back(
-        {absl::StrFormat("random-%.2f%s-r%d", fraction, range, r),
+        {absl::StrFormat("random-L%d-%d-k%d-s%d-r%d", layer_begin, layer_end, k,
+                         seed, r),
          absl::StrFormat("ablate %d random heads of %d in layers [%d, %d), "
                          "seed %d, repeat %d (%s)",
                          k, n, layer_begin, layer_end, seed, r, ModeName(mode)),
@@ -155,11 +154,19 @@ absl::StatusOr<SweepMask> KeepOnlyMask(int layers, int heads, int layer_begin,
     for (int h = 0; h < heads; ++h) values[l * heads + h] = 0.0f;
   }
   std::vector<std::string> kept;
-  for (const LayerHead& lh : keep) {
+  for (size_t i = 0; i < keep.size(); ++i) {
+    const LayerHead& lh = keep[i];
     if (lh.layer < 0 || lh.layer >= layers || lh.head < 0 || lh.head >= heads) {
       return absl::InvalidArgumentError(
-          absl::StrCat("kept head L", lh.layer, "H", lh.head,
+          absl::StrCat("keep[", i, "]=L", lh.layer, "H", lh.head,
                        " is outside the model's ", layers, "x", heads));
+    }
+    // A head outside the range is kept anyway (only the range is ablated),
+    // so listing it means the caller meant another range.
+    if (lh.layer < layer_begin || lh.layer >= layer_end) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "keep[", i, "]=L", lh.layer, "H", lh.head, " is outside layers [",
+          layer_begin, ", ", layer_end, ")"));
     }
     values[lh.layer * heads + lh.head] = 1.0f;
     kept.push_back(absl::StrCat("L", lh.layer, "H", lh.head));
@@ -173,6 +180,15 @@ absl::StatusOr<SweepMask> KeepOnlyMask(int layers, int heads, int layer_begin,
                    " except ", absl::StrJoin(kept, ","), " (", ModeName(mode),
                    ")"),
       *std::move(mask)};
+}
+
+absl::Status MaskIdSet::Add(const std::string& id, int spec_index,
+                            const std::string& kind, bool named) {
+  const auto [it, inserted] = spec_of_.emplace(id, spec_index);
+  if (inserted) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("masks[", spec_index, "].", kind, named ? ".id" : ": id",
+                   " \"", id, "\" repeats masks[", it->second, "]"));
 }
 
 }  // namespace bertology

@@ -54,7 +54,7 @@ TEST(RandomMasksTest, AblatesRoundedFractionWithinLayerRange) {
       RandomMasks(12, 12, 0.3, 5, 42, 6, 12, AblationMode::kZero);
   ASSERT_TRUE(masks.ok()) << masks.status();
   ASSERT_EQ(masks->size(), 5u);
-  EXPECT_EQ((*masks)[4].id, "random-0.30-L6-12-r4");
+  EXPECT_EQ((*masks)[4].id, "random-L6-12-k22-s42-r4");
   std::set<std::vector<float>> distinct;
   for (const SweepMask& m : *masks) {
     EXPECT_EQ(CountAblated(m.mask), 22);  // round(0.3 * 72) = 21.6 -> 22
@@ -64,11 +64,59 @@ TEST(RandomMasksTest, AblatesRoundedFractionWithinLayerRange) {
   EXPECT_EQ(distinct.size(), 5u);  // repeats differ
 }
 
-TEST(RandomMasksTest, IdsWithoutRangeForAllLayers) {
+TEST(RandomMasksTest, IdsNameRangeHeadCountSeedAndRepeat) {
   auto masks = RandomMasks(12, 12, 0.1, 2, 1, 0, 12, AblationMode::kZero);
   ASSERT_TRUE(masks.ok()) << masks.status();
-  EXPECT_EQ((*masks)[1].id, "random-0.10-r1");
+  EXPECT_EQ((*masks)[1].id, "random-L0-12-k14-s1-r1");
   EXPECT_EQ(CountAblated((*masks)[1].mask), 14);  // round(14.4)
+}
+
+TEST(RandomMasksTest, DifferentDrawsNeverShareAnId) {
+  // The old ids ("random-0.10-r0") were equal for all of these.
+  std::set<std::string> ids;
+  for (uint64_t seed : {1, 2}) {
+    for (double fraction : {0.1, 0.104}) {  // 14 and 15 heads of 144
+      auto masks =
+          RandomMasks(12, 12, fraction, 1, seed, 0, 12, AblationMode::kZero);
+      ASSERT_TRUE(masks.ok()) << masks.status();
+      ids.insert((*masks)[0].id);
+    }
+  }
+  EXPECT_THAT(ids, ::testing::ElementsAre(
+                       "random-L0-12-k14-s1-r0", "random-L0-12-k14-s2-r0",
+                       "random-L0-12-k15-s1-r0", "random-L0-12-k15-s2-r0"));
+  // A seed over 2^63 is printed as the unsigned number it is.
+  auto big = RandomMasks(2, 2, 0.5, 1, 18446744073709551615ull, 0, 2,
+                         AblationMode::kZero);
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_EQ((*big)[0].id, "random-L0-2-k2-s18446744073709551615-r0");
+}
+
+// The draws of a fixed seed, pinned: a sweep sharded over replicas (or
+// resumed on another machine) regenerates its masks from the seed, so they
+// must not depend on the standard library. The values come from the
+// algorithm, not from a run: std::mt19937_64 (fully specified by the
+// standard) seeded with 7, each index drawn as i + x % (n - i) for the first
+// output x below 2^64 - 2^64 % (n - i) (a partial Fisher-Yates over heads
+// numbered layer-major); they were computed with an independent Python
+// implementation of both. std::uniform_int_distribution or std::shuffle
+// would give other heads on another standard library, and this test
+// would fail.
+TEST(RandomMasksTest, FirstDrawsOfSeedSevenArePinned) {
+  auto small = RandomMasks(3, 4, 0.25, 2, 7, 0, 3, AblationMode::kZero);
+  ASSERT_TRUE(small.ok()) << small.status();
+  using LH = LayerHead;
+  EXPECT_THAT((*small)[0].mask.AffectedHeads(),
+              ::testing::UnorderedElementsAre(LH{0, 3}, LH{2, 0}, LH{2, 2}));
+  EXPECT_THAT((*small)[1].mask.AffectedHeads(),
+              ::testing::UnorderedElementsAre(LH{1, 2}, LH{0, 0}, LH{2, 2}));
+  auto base = RandomMasks(12, 12, 0.1, 1, 7, 0, 12, AblationMode::kZero);
+  ASSERT_TRUE(base.ok()) << base.status();
+  EXPECT_THAT((*base)[0].mask.AffectedHeads(),
+              ::testing::UnorderedElementsAre(
+                  LH{11, 3}, LH{3, 5}, LH{2, 4}, LH{6, 0}, LH{5, 5}, LH{9, 5},
+                  LH{3, 3}, LH{4, 6}, LH{6, 9}, LH{2, 5}, LH{8, 10}, LH{10, 6},
+                  LH{0, 0}, LH{7, 10}));
 }
 
 TEST(RandomMasksTest, DeterministicInSeed) {
@@ -135,6 +183,46 @@ TEST(RandomMasksTest, ErrorsNameTheArgument) {
     EXPECT_EQ(masks.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(masks.status().message(), HasSubstr(c.names));
   }
+}
+
+TEST(KeepOnlyMaskTest, KeepsListedHeadsOfTheRange) {
+  auto mask =
+      KeepOnlyMask(3, 4, 0, 2, {{0, 1}, {1, 3}}, "k", AblationMode::kZero);
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  EXPECT_EQ(mask->id, "k");
+  EXPECT_EQ(CountAblated(mask->mask), 6);
+  EXPECT_EQ(mask->mask.value(0, 1), 1.0f);
+  EXPECT_EQ(mask->mask.value(1, 3), 1.0f);
+  EXPECT_EQ(mask->mask.value(2, 0), 1.0f);  // outside the range: kept
+}
+
+TEST(KeepOnlyMaskTest, RefusesKeptHeadsOutsideTheRange) {
+  // L2H0 is kept anyway (layer 2 is not ablated): listing it means the
+  // caller got the range wrong.
+  auto mask =
+      KeepOnlyMask(3, 4, 0, 2, {{0, 1}, {2, 0}}, "k", AblationMode::kZero);
+  ASSERT_FALSE(mask.ok());
+  EXPECT_EQ(mask.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(mask.status().message(),
+              HasSubstr("keep[1]=L2H0 is outside layers [0, 2)"));
+  auto below = KeepOnlyMask(3, 4, 1, 3, {{0, 0}}, "k", AblationMode::kZero);
+  ASSERT_FALSE(below.ok());
+  EXPECT_THAT(below.status().message(), HasSubstr("keep[0]=L0H0"));
+  auto outside = KeepOnlyMask(3, 4, 0, 3, {{0, 4}}, "k", AblationMode::kZero);
+  ASSERT_FALSE(outside.ok());
+  EXPECT_THAT(outside.status().message(),
+              HasSubstr("keep[0]=L0H4 is outside the model's 3x4"));
+}
+
+TEST(MaskIdSetTest, RefusesARepeatedIdNamingBothSpecs) {
+  MaskIdSet ids;
+  EXPECT_TRUE(ids.Add("x", 1, "explicit_mask", true).ok());
+  EXPECT_TRUE(ids.Add("y", 2, "explicit_mask", true).ok());
+  const absl::Status s = ids.Add("x", 3, "explicit_mask", true);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "masks[3].explicit_mask.id \"x\" repeats masks[1]");
+  EXPECT_EQ(ids.Add("y", 4, "all_layers", false).message(),
+            "masks[4].all_layers: id \"y\" repeats masks[2]");
 }
 
 }  // namespace

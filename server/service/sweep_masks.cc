@@ -64,8 +64,10 @@ absl::StatusOr<SweepMask> KeepOnly(const v1::MaskSpec::KeepOnly& spec, int i,
       o.layers, o.heads, spec.layer_begin(), end, keep,
       spec.id().empty() ? absl::StrCat("keep-", i) : spec.id(), o.mode);
   if (!mask.ok()) {
+    // The generator's messages start with the argument ("keep[1]=L7H0 ..."),
+    // which is also the request field under `field`.
     return absl::Status(mask.status().code(),
-                        absl::StrCat(field, ": ", mask.status().message()));
+                        absl::StrCat(field, ".", mask.status().message()));
   }
   return mask;
 }
@@ -88,8 +90,12 @@ absl::StatusOr<std::vector<SweepMask>> ExpandMaskSpecs(
   }
   std::vector<SweepMask> out;
   out.reserve(total);
+  // Results are keyed by id (here, in the scheduler's merge and in every
+  // report), so an id may name one mask only.
+  MaskIdSet ids;
   for (int i = 0; i < specs.size(); ++i) {
     const v1::MaskSpec& spec = specs.Get(i);
+    const size_t first = out.size();
     switch (spec.spec_case()) {
       case v1::MaskSpec::kExplicitMask: {
         ASSIGN_OR_RETURN(
@@ -143,6 +149,13 @@ absl::StatusOr<std::vector<SweepMask>> ExpandMaskSpecs(
       }
       case v1::MaskSpec::SPEC_NOT_SET:
         break;  // refused by CountMasks
+    }
+    // The set field's name ("explicit_mask", ...): spec_case is its number.
+    const std::string& kind =
+        spec.GetDescriptor()->FindFieldByNumber(spec.spec_case())->name();
+    const bool named = spec.has_explicit_mask() || spec.has_keep_only();
+    for (size_t m = first; m < out.size(); ++m) {
+      RETURN_IF_ERROR(ids.Add(out[m].id, i, kind, named));
     }
   }
   return out;
