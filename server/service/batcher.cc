@@ -223,16 +223,24 @@ absl::StatusOr<Logits> DynamicBatcher::RunBatch(
     rows.push_back(ModelRow{row.row.encoding.get(), row.row.mask.get()});
   }
   ASSIGN_OR_RETURN(ForwardOutput out, model_->Forward(rows, ForwardOptions()));
+  // [B, C] for a sequence classifier; [B, T, C] for a token classifier,
+  // of which each row keeps its own tokens' [n, C].
   const FloatArray& logits = out.logits;
-  if (logits.shape.size() != 2 ||
+  const bool per_token = logits.shape.size() == 3;
+  if ((logits.shape.size() != 2 && !per_token) ||
       logits.shape[0] != static_cast<int64_t>(batch.size())) {
     return absl::InternalError("model returned logits of the wrong shape");
   }
-  const int64_t classes = logits.shape[1];
+  const int64_t row_size =
+      per_token ? logits.shape[1] * logits.shape[2] : logits.shape[1];
   const float* data = logits.data.data();
   Logits per_row(batch.size());
   for (size_t r = 0; r < batch.size(); ++r) {
-    per_row[r].assign(data + r * classes, data + (r + 1) * classes);
+    const int64_t kept =
+        per_token ? static_cast<int64_t>(batch[r].row.encoding->tokens.size()) *
+                        logits.shape[2]
+                  : row_size;
+    per_row[r].assign(data + r * row_size, data + r * row_size + kept);
   }
   return per_row;
 }
@@ -279,8 +287,10 @@ absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(const Model* model,
                                                          Options options) {
   if (model == nullptr) return absl::InvalidArgumentError("model is null");
   if (!model->has_classifier()) {
-    return absl::FailedPreconditionError(
-        "batching Classify rows needs a model with a classifier head");
+    return absl::FailedPreconditionError(absl::StrCat(
+        "batching Classify rows needs a sequence or token classifier; the "
+        "model is a ",
+        model->architecture()));
   }
   if (options.max_batch_size < 1) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -34,7 +34,9 @@ struct BatchRow {
   std::shared_ptr<const HeadMask> mask;  // null: no mask
 };
 
-// Per-row logits, [C] float32 each, in the order the rows were given.
+// Per-row logits, float32, in the order the rows were given: [C] each for a
+// sequence classifier, [n, C] row-major for a token classifier (n = the
+// row's tokens).
 using BatchDone =
     std::function<void(absl::StatusOr<std::vector<std::vector<float>>>)>;
 
@@ -56,8 +58,8 @@ class Batcher {
     BatcherStats stats;
   };
   // INVALID_ARGUMENT for bad options (naming the field), FAILED_PRECONDITION
-  // if the model has no classifier. `model` and `options.clock` must outlive
-  // the batcher. Starts the worker threads.
+  // if the model has no classifier (an encoder-only head). `model` and
+  // `options.clock` must outlive the batcher. Starts the worker threads.
   static absl::StatusOr<std::unique_ptr<Batcher>> Create(const Model* model,
                                                          Options options);
   // Shuts down (draining the queue) if Shutdown() was not called.

@@ -26,10 +26,7 @@ absl::Status HandleClassify(const HandlerContext& ctx,
   ASSIGN_OR_RETURN(const ServedModel* served,
                    ctx.models->Find(request.model()));
   const Model& model = *served->model;
-  if (!model.has_classifier()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "model ", served->name, " has no classifier head; use GetAttention"));
-  }
+  RETURN_IF_ERROR(model.CheckCanClassify());
   if (request.inputs().empty()) {
     return absl::InvalidArgumentError("inputs is empty");
   }
@@ -85,8 +82,13 @@ absl::Status HandleClassify(const HandlerContext& ctx,
   }
   response->set_model(served->name);
   for (size_t i = 0; i < encodings.size(); ++i) {
-    FillPrediction((*result)[i], c.id2label, *encodings[i],
-                   response->add_predictions());
+    if (model.head_kind() == HeadKind::kTokenClassification) {
+      FillTokenPredictions((*result)[i], c.id2label, *encodings[i],
+                           response->add_predictions());
+    } else {
+      FillPrediction((*result)[i], c.id2label, *encodings[i],
+                     response->add_predictions());
+    }
   }
   ctx.metrics->AddExamples(served->name, static_cast<int>(encodings.size()));
   return absl::OkStatus();

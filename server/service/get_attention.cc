@@ -131,9 +131,14 @@ absl::Status HandleGetAttention(const HandlerContext& ctx,
     }
   }
   if (model.has_classifier() && !output.logits.data.empty()) {
-    // Row 0 of [1, C].
-    FillPrediction(output.logits.data, c.id2label, encoding,
-                   response->mutable_prediction());
+    // Row 0 of [1, C], or of [1, T, C] (one row: T is its own length).
+    if (model.head_kind() == HeadKind::kTokenClassification) {
+      FillTokenPredictions(output.logits.data, c.id2label, encoding,
+                           response->mutable_prediction());
+    } else {
+      FillPrediction(output.logits.data, c.id2label, encoding,
+                     response->mutable_prediction());
+    }
   }
   return absl::OkStatus();
 }

@@ -3,10 +3,12 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "server/core/model/model.h"
 #include "server/core/status_macros.h"
 #include "server/service/handlers.h"
 #include "server/service/model_registry.h"
+#include "server/service/version.h"
 
 namespace bertology {
 namespace {
@@ -28,7 +30,27 @@ void FillModelInfo(const ServedModel& served, bool is_default,
   out->set_dtype(model.dtype());
   out->set_device(model.device());
   out->set_has_classifier(model.has_classifier());
-  out->set_architecture(c.architecture);
+  out->set_architecture(model.architecture());
+  switch (model.head_kind()) {
+    case HeadKind::kEncoder:
+      out->set_head(v1::MODEL_HEAD_ENCODER);
+      break;
+    case HeadKind::kSequenceClassification:
+      out->set_head(v1::MODEL_HEAD_SEQUENCE_CLASSIFICATION);
+      break;
+    case HeadKind::kTokenClassification:
+      out->set_head(v1::MODEL_HEAD_TOKEN_CLASSIFICATION);
+      break;
+  }
+  for (const char* rpc : {"Tokenize", "GetAttention"}) {
+    out->add_served_rpcs(rpc);
+  }
+  if (model.has_classifier()) {
+    out->add_served_rpcs("Classify");
+    out->add_served_rpcs("SweepAblation");
+  }
+  out->set_identity(
+      absl::StrCat(model.identity(), ";server=", kBertologyVersion));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "server/service/model_registry.h"
 
 #include <algorithm>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -84,11 +85,24 @@ absl::Status ModelRegistry::Load(const ModelLoadOptions& options) {
   auto served = std::make_unique<ServedModel>();
   served->name = options.name;
   served->model = std::move(model).value();
+  const Model& loaded = *served->model;
+  std::cerr << "bertology-server: " << what << ": " << loaded.architecture()
+            << " (" << HeadKindName(loaded.head_kind()) << " head)\n";
+  if (!loaded.unused_keys().empty()) {
+    std::cerr << "bertology-server: " << what << ": skipped "
+              << loaded.unused_keys().size()
+              << " weights this server does not compute with: "
+              << absl::StrJoin(loaded.unused_keys(), ", ") << "\n";
+  }
   absl::Status warm =
       WarmUp(*served->model, options.warmup_passes, options.max_batch_size);
   if (!warm.ok()) {
     return absl::Status(warm.code(),
                         absl::StrCat(what, ": warm-up: ", warm.message()));
+  }
+  if (!served->model->has_classifier()) {
+    models_.push_back(std::move(served));
+    return absl::OkStatus();
   }
   Batcher::Options batcher_options;
   batcher_options.max_batch_size = options.max_batch_size;

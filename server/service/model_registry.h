@@ -26,7 +26,9 @@ struct ServedModel {
   ~ServedModel();
   std::string name;
   std::unique_ptr<Model> model;
-  std::unique_ptr<Batcher> batcher;  // joins concurrent Classify rows
+  // Joins concurrent Classify rows; null for an encoder-only model (no
+  // logits to batch: Classify answers FAILED_PRECONDITION before using it).
+  std::unique_ptr<Batcher> batcher;
 };
 
 struct ModelLoadOptions {
@@ -59,9 +61,10 @@ class ModelRegistry {
   ModelRegistry() = default;
   ~ModelRegistry();
 
-  // Loads, wraps in a batcher and warms up one model. Errors name the model
-  // and its directory. The first model loaded is the default. Not
-  // thread-safe; call before MarkReady().
+  // Loads, wraps in a batcher (if it has a classifier) and warms up one
+  // model; logs one line listing weights keys the model does not use.
+  // Errors name the model and its directory. The first model loaded is the
+  // default. Not thread-safe; call before MarkReady().
   absl::Status Load(const ModelLoadOptions& options);
   void MarkReady() { ready_.store(true, std::memory_order_release); }
   bool ready() const { return ready_.load(std::memory_order_acquire); }

@@ -19,6 +19,14 @@ void FillPrediction(const std::vector<float>& logits,
                     const std::vector<std::string>& label_names,
                     const Encoding& encoding, v1::Prediction* out);
 
+// A token classifier's prediction: `logits` is [n, C] row-major for the n
+// tokens of `encoding`; one TokenPrediction per token (first_piece marks the
+// piece HF's token-classification examples score), plus length and
+// truncation flag. The sequence-level fields stay empty.
+void FillTokenPredictions(const std::vector<float>& logits,
+                          const std::vector<std::string>& label_names,
+                          const Encoding& encoding, v1::Prediction* out);
+
 void FillLayerHeads(const std::vector<LayerHead>& heads,
                     google::protobuf::RepeatedPtrField<v1::LayerHead>* out);
 

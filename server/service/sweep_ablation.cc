@@ -32,16 +32,20 @@ constexpr absl::Duration kProgressInterval = absl::Milliseconds(100);
 void FillResult(const MaskResult& r, const MaskResult& baseline,
                 v1::MaskResult* out) {
   out->set_examples(r.examples);
+  out->set_scored(r.scored);
   out->set_correct(r.correct);
   out->set_loss_sum(r.loss_sum);
   out->set_accuracy(r.accuracy);
   out->set_accuracy_delta(r.accuracy - baseline.accuracy);
-  out->set_relative_change_percent(
-      baseline.accuracy > 0 ? (r.accuracy / baseline.accuracy - 1.0) * 100.0
-                            : 0.0);
-  const double mean = r.examples > 0 ? r.loss_sum / r.examples : 0.0;
+  // Unset at a zero baseline: no ratio exists, and 0 would say "no change".
+  if (baseline.accuracy > 0) {
+    out->set_relative_change_percent((r.accuracy / baseline.accuracy - 1.0) *
+                                     100.0);
+  }
+  // Per scored unit (example, or labelled token).
+  const double mean = r.scored > 0 ? r.loss_sum / r.scored : 0.0;
   const double base_mean =
-      baseline.examples > 0 ? baseline.loss_sum / baseline.examples : 0.0;
+      baseline.scored > 0 ? baseline.loss_sum / baseline.scored : 0.0;
   out->set_mean_loss_delta(mean - base_mean);
 }
 
@@ -77,16 +81,82 @@ struct PlannedSweep {
   }
 };
 
+absl::Status CheckLabel(int label, const BertConfig& c,
+                        const std::string& field) {
+  const int num_labels = static_cast<int>(c.id2label.size());
+  if (label < 0 || label >= num_labels) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, "=", label, " is outside the label set [0, ", num_labels, ")"));
+  }
+  return absl::OkStatus();
+}
+
+// Words (distinct word indices) of one text, before truncation.
+absl::StatusOr<int> CountWords(const Tokenizer& tokenizer,
+                               const std::string& text) {
+  ASSIGN_OR_RETURN(std::vector<Token> tokens, tokenizer.Tokenize(text));
+  int words = 0, last = -1;
+  for (const Token& t : tokens) {
+    if (t.word_index != last) ++words;
+    last = t.word_index;
+  }
+  return words;
+}
+
+// A token classifier's per-token labels from `example.word_labels()` (one
+// per word of the untruncated input, text_a's then text_b's; -1 unscored):
+// each word's first piece gets its word's label, as HF's token-
+// classification examples do; other pieces, special tokens and words cut by
+// truncation are not scored.
+absl::StatusOr<std::vector<int>> TokenLabels(const Model& model,
+                                             const v1::LabeledExample& example,
+                                             const Encoding& encoding,
+                                             const std::string& field) {
+  const Tokenizer& tokenizer = model.tokenizer();
+  ASSIGN_OR_RETURN(const int words_a,
+                   CountWords(tokenizer, example.input().text_a()));
+  int words_b = 0;
+  if (!example.input().text_b().empty()) {
+    ASSIGN_OR_RETURN(words_b, CountWords(tokenizer, example.input().text_b()));
+  }
+  if (example.word_labels_size() != words_a + words_b) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".word_labels has ", example.word_labels_size(),
+                     " labels for an input of ", words_a + words_b, " words"));
+  }
+  for (int w = 0; w < example.word_labels_size(); ++w) {
+    const int label = example.word_labels(w);
+    if (label == kUnscoredToken) continue;
+    RETURN_IF_ERROR(CheckLabel(label, model.config(),
+                               absl::StrCat(field, ".word_labels[", w, "]")));
+  }
+  // The encoding numbers words densely after truncation; text_a loses words
+  // from its end only, so its k-th word is still word k, and text_b's k-th
+  // encoded word is word words_a + (k - text_a's kept words).
+  int kept_a = 0;
+  for (const Token& t : encoding.tokens) {
+    if (!t.special && t.segment == 0) kept_a = t.word_index + 1;
+  }
+  std::vector<int> labels(encoding.tokens.size(), kUnscoredToken);
+  int previous = -1;
+  for (size_t i = 0; i < encoding.tokens.size(); ++i) {
+    const Token& t = encoding.tokens[i];
+    if (t.special || t.word_index == previous) continue;
+    previous = t.word_index;
+    const int word =
+        t.segment == 0 ? t.word_index : words_a + (t.word_index - kept_a);
+    labels[i] = example.word_labels(word);
+  }
+  return labels;
+}
+
 // Checks the request against the model and the limits (errors name the
 // field), tokenizes the examples and expands the mask specs.
 absl::StatusOr<PlannedSweep> PlanSweep(
     const ServiceLimits& limits, const ServedModel& served,
     const v1::SweepAblationRequest& request) {
   const Model& model = *served.model;
-  if (!model.has_classifier()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "model ", served.name, " has no classifier head to score a sweep"));
-  }
+  RETURN_IF_ERROR(model.CheckCanClassify());
   if (request.examples().empty()) {
     return absl::InvalidArgumentError("examples is empty");
   }
@@ -107,21 +177,28 @@ absl::StatusOr<PlannedSweep> PlanSweep(
   ASSIGN_OR_RETURN(
       AblationMode mode,
       ParseAblationMode(request.mode(), AblationMode::kZero, "mode"));
-  const int num_labels = static_cast<int>(c.id2label.size());
+  const bool per_token = model.head_kind() == HeadKind::kTokenClassification;
   plan.examples.reserve(request.examples_size());
   for (int i = 0; i < request.examples_size(); ++i) {
     const v1::LabeledExample& e = request.examples(i);
-    if (e.label() < 0 || e.label() >= num_labels) {
+    const std::string field = absl::StrCat("examples[", i, "]");
+    if (!per_token) {
+      RETURN_IF_ERROR(CheckLabel(e.label(), c, field + ".label"));
+    } else if (e.word_labels().empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("examples[", i, "].label=", e.label(),
-                       " is outside the label set [0, ", num_labels, ")"));
+          absl::StrCat(field, ".word_labels is empty: model ", served.name,
+                       " is a ", model.architecture(), ", scored per word"));
     }
-    ASSIGN_OR_RETURN(
-        Encoding encoding,
-        EncodeInput(model.tokenizer(), model.max_seq_len(), e.input(),
-                    absl::StrCat("examples[", i, "].input"), limits));
+    ASSIGN_OR_RETURN(Encoding encoding,
+                     EncodeInput(model.tokenizer(), model.max_seq_len(),
+                                 e.input(), field + ".input", limits));
     plan.truncated += encoding.truncated ? 1 : 0;
-    plan.examples.push_back(SweepExample{std::move(encoding), e.label()});
+    SweepExample example{std::move(encoding), per_token ? 0 : e.label(), {}};
+    if (per_token) {
+      ASSIGN_OR_RETURN(example.token_labels,
+                       TokenLabels(model, e, example.encoding, field));
+    }
+    plan.examples.push_back(std::move(example));
   }
   SweepMaskOptions mask_options;
   mask_options.layers = c.num_hidden_layers;

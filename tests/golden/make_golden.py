@@ -96,11 +96,12 @@ def write_safetensors(tensors, path):
     """The safetensors format by hand: u64 LE header length, JSON header
     (dtype, shape, [begin, end) data offsets), raw little-endian data."""
     header, blobs, offset = {}, [], 0
+    formats = {torch.float32: ("F32", "f"), torch.int64: ("I64", "q")}
     for name in sorted(tensors):
         t = tensors[name].contiguous()
-        assert t.dtype == torch.float32
-        data = struct.pack("<%df" % t.numel(), *t.flatten().tolist())
-        header[name] = {"dtype": "F32", "shape": list(t.shape),
+        dtype, code = formats[t.dtype]  # F32 weights, I64 buffers
+        data = struct.pack("<%d%s" % (t.numel(), code), *t.flatten().tolist())
+        header[name] = {"dtype": dtype, "shape": list(t.shape),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
@@ -151,7 +152,19 @@ def reference_forward(w, input_ids, token_type_ids, attention_mask,
     """HF eager BertForSequenceClassification in float64, eval mode (dropout
     is the identity). head_mask: [B, L, H]; uniform_rows: [B] (1 = uniform).
     Returns (logits [B, C], [attention probs [B, H, T, T] per layer])."""
-    c = CONFIG
+    x, attentions = reference_encoder(w, input_ids, token_type_ids,
+                                      attention_mask, head_mask, uniform_rows)
+    w = {k: v.double() for k, v in w.items()}
+    pooled = torch.tanh(linear(x[:, 0], w, "bert.pooler.dense"))
+    logits = linear(pooled, w, "classifier")
+    return logits, attentions
+
+
+def reference_encoder(w, input_ids, token_type_ids, attention_mask,
+                      head_mask, uniform_rows, config=None):
+    """HF eager BertModel's encoder in float64 (as reference_forward).
+    Returns (last hidden state [B, T, D], [attention probs per layer])."""
+    c = config or CONFIG
     eps = c["layer_norm_eps"]
     n_heads = c["num_attention_heads"]
     d_head = c["hidden_size"] // n_heads
@@ -200,9 +213,7 @@ def reference_forward(w, input_ids, token_type_ids, attention_mask,
         h = linear(h, w, p + "output.dense")
         x = layer_norm(h + a, w[p + "output.LayerNorm.weight"],
                        w[p + "output.LayerNorm.bias"], eps)
-    pooled = torch.tanh(linear(x[:, 0], w, "bert.pooler.dense"))
-    logits = linear(pooled, w, "classifier")
-    return logits, attentions
+    return x, attentions
 
 
 # ------------------------------------------------------------------- inputs

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "server/core/checkpoint/bert_head.h"
 #include "server/core/status_macros.h"
 
 namespace bertology {
@@ -19,10 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Shape = std::vector<int64_t>;
-
-std::string ShapeString(const Shape& s) {
-  return absl::StrCat("[", absl::StrJoin(s, ", "), "]");
-}
 
 // HF names: "bert." prefix on the encoder, LayerNorm weight/bias (older
 // TF-converted checkpoints say gamma/beta), no position_ids buffer.
@@ -38,7 +35,11 @@ StateDict NormaliseKeys(StateDict in) {
     } else if (absl::EndsWith(k, "LayerNorm.beta")) {
       k = k.substr(0, k.size() - 4) + "bias";
     }
-    if (k == "bert.embeddings.position_ids") continue;
+    // Buffers, not weights: positions and token types are rebuilt per pass.
+    if (k == "bert.embeddings.position_ids" ||
+        k == "bert.embeddings.token_type_ids") {
+      continue;
+    }
     out[k] = std::move(tensor);
   }
   return out;
@@ -75,54 +76,6 @@ std::vector<std::pair<std::string, Shape>> RequiredShapes(const BertConfig& c) {
     layer_norm(p + "output.LayerNorm");
   }
   return req;
-}
-
-absl::Status CheckShape(const StateDict& w, const std::string& file,
-                        const std::string& key, const Shape& expected) {
-  auto it = w.find(key);
-  if (it == w.end()) {
-    return absl::NotFoundError(absl::StrCat(file, ": missing key ", key,
-                                            " (expected shape ",
-                                            ShapeString(expected), ")"));
-  }
-  const Shape actual = it->second.sizes().vec();
-  if (actual != expected) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file, ": key ", key, " has shape ", ShapeString(actual),
-                     ", expected ", ShapeString(expected)));
-  }
-  return absl::OkStatus();
-}
-
-// has_classifier, and id2label made to agree with the classifier rows.
-absl::Status CheckClassifier(Checkpoint* ckpt) {
-  const StateDict& w = ckpt->weights;
-  const std::string& file = ckpt->weights_file;
-  auto it = w.find("classifier.weight");
-  if (it == w.end()) return absl::OkStatus();
-  const int64_t d = ckpt->config.hidden_size;
-  if (it->second.dim() != 2 || it->second.size(1) != d) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file, ": key classifier.weight has shape ",
-                     ShapeString(it->second.sizes().vec()),
-                     ", expected [num_labels, ", d, "]"));
-  }
-  const int64_t num_labels = it->second.size(0);
-  RETURN_IF_ERROR(CheckShape(w, file, "classifier.bias", {num_labels}));
-  RETURN_IF_ERROR(CheckShape(w, file, "bert.pooler.dense.weight", {d, d}));
-  RETURN_IF_ERROR(CheckShape(w, file, "bert.pooler.dense.bias", {d}));
-  auto& labels = ckpt->config.id2label;
-  if (labels.empty()) {
-    for (int64_t k = 0; k < num_labels; ++k) {
-      labels.push_back(absl::StrCat("LABEL_", k));
-    }
-  } else if (static_cast<int64_t>(labels.size()) != num_labels) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        ckpt->dir, "/config.json: id2label has ", labels.size(), " labels but ",
-        file, " has a classifier with ", num_labels, " rows"));
-  }
-  ckpt->has_classifier = true;
-  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> ReadDoLowerCase(const std::string& path) {
@@ -189,9 +142,10 @@ absl::StatusOr<Checkpoint> Checkpoint::Load(const std::string& dir) {
   }
   ckpt.weights = NormaliseKeys(std::move(raw));
   for (const auto& [key, shape] : RequiredShapes(ckpt.config)) {
-    RETURN_IF_ERROR(CheckShape(ckpt.weights, ckpt.weights_file, key, shape));
+    RETURN_IF_ERROR(CheckKeyShape(ckpt.weights, ckpt.weights_file, key, shape));
   }
-  RETURN_IF_ERROR(CheckClassifier(&ckpt));
+  ASSIGN_OR_RETURN(ckpt.head, ResolveBertHead(&ckpt.config, ckpt.weights,
+                                              config_path, ckpt.weights_file));
   ckpt.weights_dtype = DtypeName(
       ckpt.weights.at("bert.embeddings.word_embeddings.weight").scalar_type());
   if (ckpt.weights_dtype != "F32" && ckpt.weights_dtype != "F16" &&

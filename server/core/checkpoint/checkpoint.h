@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/core/checkpoint/bert_config.h"
+#include "server/core/checkpoint/bert_head.h"
 #include "server/core/checkpoint/state_dict.h"
 
 namespace bertology {
@@ -13,16 +14,18 @@ namespace bertology {
 struct Checkpoint {
   std::string dir;
   BertConfig config;
-  // Keys normalised to HF's BertForSequenceClassification names: "bert."
-  // prefix added where the file had none, legacy LayerNorm gamma/beta
-  // renamed to weight/bias. Tensors keep the file's dtype.
+  // Keys normalised to HF's BertFor* names: "bert." prefix added where the
+  // file had none (a BertModel save), legacy LayerNorm gamma/beta renamed to
+  // weight/bias, the position_ids/token_type_ids buffers dropped. Tensors
+  // keep the file's dtype.
   StateDict weights;
   std::string weights_file;   // path of the file the weights came from
   std::string weights_dtype;  // "F32", "F16" or "BF16" (the file's dtype)
   std::string vocab_file;     // path to vocab.txt
   bool do_lower_case = true;  // from tokenizer_config.json, default true
-  // True when `classifier.*` (and `bert.pooler.*`) are present.
-  bool has_classifier = false;
+  // The head (from config.json's architectures, or the keys) and the keys
+  // it leaves unused. The keys it needs are present with their shapes.
+  BertHead head;
 
   // Reads config.json, model.safetensors (preferred) or pytorch_model.bin,
   // tokenizer_config.json (optional) and checks vocab.txt exists. Errors

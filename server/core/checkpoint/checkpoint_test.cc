@@ -89,7 +89,10 @@ class CheckpointTest : public ::testing::Test {
 TEST_F(CheckpointTest, LoadsGoodDirectory) {
   auto c = Checkpoint::Load(dir_);
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_TRUE(c->has_classifier);
+  EXPECT_EQ(c->head.kind, HeadKind::kSequenceClassification);
+  EXPECT_EQ(c->head.architecture, "BertForSequenceClassification");
+  EXPECT_EQ(c->head.num_labels, 2);
+  EXPECT_TRUE(c->head.unused_keys.empty());
   EXPECT_EQ(c->weights_dtype, "F32");
   EXPECT_EQ(c->weights_file, dir_ + "/model.safetensors");
   EXPECT_EQ(c->vocab_file, dir_ + "/vocab.txt");
@@ -122,7 +125,12 @@ TEST_F(CheckpointTest, NoClassifierSynthesisesNothing) {
   ASSERT_TRUE(WriteSafetensors(w, dir_ + "/model.safetensors").ok());
   auto c = Checkpoint::Load(dir_);
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_FALSE(c->has_classifier);
+  EXPECT_EQ(c->head.kind, HeadKind::kEncoder);
+  EXPECT_EQ(c->head.architecture, "BertModel");
+  // The pooler is loaded by nothing here: listed, not an error.
+  EXPECT_EQ(c->head.unused_keys,
+            (std::vector<std::string>{"bert.pooler.dense.bias",
+                                      "bert.pooler.dense.weight"}));
 }
 
 TEST_F(CheckpointTest, ClassifierWithoutId2LabelGetsLabelNames) {
@@ -214,11 +222,71 @@ TEST_F(CheckpointTest, WrongShape) {
               "[4, 6], expected [6, 4]");
 }
 
-TEST_F(CheckpointTest, ClassifierWithoutPooler) {
+TEST_F(CheckpointTest, SequenceClassifierWithoutPooler) {
+  Write("config.json",
+        absl::StrReplaceAll(
+            kConfig,
+            {{"{\n",
+              R"({"architectures": ["BertForSequenceClassification"],)"}}));
   StateDict w = GoodWeights();
   w.erase("bert.pooler.dense.weight");
   ASSERT_TRUE(WriteSafetensors(w, dir_ + "/model.safetensors").ok());
-  ExpectError("model.safetensors", "missing key bert.pooler.dense.weight");
+  ExpectError("model.safetensors",
+              "missing key bert.pooler.dense.weight (expected shape [4, 4])");
+}
+
+TEST_F(CheckpointTest, ClassifierWithoutPoolerIsTokenClassifier) {
+  // No architectures in the config: the keys decide.
+  StateDict w = GoodWeights();
+  w.erase("bert.pooler.dense.weight");
+  w.erase("bert.pooler.dense.bias");
+  ASSERT_TRUE(WriteSafetensors(w, dir_ + "/model.safetensors").ok());
+  auto c = Checkpoint::Load(dir_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->head.kind, HeadKind::kTokenClassification);
+  EXPECT_EQ(c->head.architecture, "BertForTokenClassification");
+  EXPECT_EQ(c->head.num_labels, 2);
+}
+
+TEST_F(CheckpointTest, TokenClassifierMissingClassifier) {
+  Write("config.json",
+        absl::StrReplaceAll(
+            kConfig,
+            {{"{\n", R"({"architectures": ["BertForTokenClassification"],)"}}));
+  StateDict w = GoodWeights();
+  w.erase("classifier.weight");
+  ASSERT_TRUE(WriteSafetensors(w, dir_ + "/model.safetensors").ok());
+  ExpectError("model.safetensors",
+              "missing key classifier.weight (expected shape [2, 4])");
+}
+
+TEST_F(CheckpointTest, OtherHeadsKeysAreSkipped) {
+  Write(
+      "config.json",
+      absl::StrReplaceAll(
+          kConfig, {{"{\n", R"({"architectures": ["BertForPreTraining"],)"}}));
+  StateDict w = GoodWeights();
+  w.erase("classifier.weight");
+  w.erase("classifier.bias");
+  w["cls.predictions.bias"] = torch::zeros({10});
+  w["cls.seq_relationship.weight"] = torch::zeros({2, 4});
+  ASSERT_TRUE(WriteSafetensors(w, dir_ + "/model.safetensors").ok());
+  auto c = Checkpoint::Load(dir_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->head.kind, HeadKind::kEncoder);
+  EXPECT_EQ(c->head.architecture, "BertForPreTraining");
+  EXPECT_EQ(c->head.unused_keys,
+            (std::vector<std::string>{
+                "bert.pooler.dense.bias", "bert.pooler.dense.weight",
+                "cls.predictions.bias", "cls.seq_relationship.weight"}));
+}
+
+TEST_F(CheckpointTest, UnknownArchitectureRefused) {
+  Write(
+      "config.json",
+      absl::StrReplaceAll(
+          kConfig, {{"{\n", R"({"architectures": ["RobertaForMaskedLM"],)"}}));
+  ExpectError("config.json", "RobertaForMaskedLM");
 }
 
 TEST_F(CheckpointTest, VocabWithoutCls) {
@@ -244,7 +312,7 @@ TEST(CheckpointTorchSaveTest, BinLoadsAndEqualsSafetensors) {
     ASSERT_TRUE(st.ok()) << st.status();
     EXPECT_EQ(bin->weights_file, fx + "/bin_" + tag + "/pytorch_model.bin");
     EXPECT_EQ(bin->weights_dtype, st->weights_dtype);
-    EXPECT_TRUE(bin->has_classifier);
+    EXPECT_EQ(bin->head.kind, HeadKind::kSequenceClassification);
     EXPECT_EQ(bin->config.id2label,
               (std::vector<std::string>{"negative", "positive"}));
     ASSERT_EQ(bin->weights.size(), st->weights.size());
@@ -262,6 +330,11 @@ TEST(CheckpointTorchSaveTest, LegacyBinRefused) {
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("pytorch_model.bin"));
   EXPECT_THAT(c.status().message(), HasSubstr("PyTorch >= 1.6"));
+  // The one-line conversion, with this file's path in it.
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("torch.save(torch.load(p, map_location='cpu'), p)"));
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("p='" + fx + "/legacy_bin/pytorch_model.bin'"));
 }
 
 TEST(CheckpointSharedTest, TinyBertWithoutClassifier) {
@@ -273,7 +346,7 @@ TEST(CheckpointSharedTest, TinyBertWithoutClassifier) {
   }
   auto c = Checkpoint::Load(dir);
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_FALSE(c->has_classifier);
+  EXPECT_EQ(c->head.kind, HeadKind::kEncoder);
   EXPECT_EQ(c->weights_dtype, "F32");
   EXPECT_FALSE(c->do_lower_case);
   EXPECT_EQ(c->config.num_hidden_layers, 2);

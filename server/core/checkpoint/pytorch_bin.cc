@@ -227,11 +227,16 @@ absl::StatusOr<StateDict> ReadPytorchBin(const std::string& path) {
     case TorchFileKind::kZip:
       break;
     case TorchFileKind::kLegacyPickle:
+      // Refused, not read: the legacy layout is a second file format (five
+      // pickles, storages keyed by the pickle's persistent ids, raw data
+      // after them) for files any PyTorch >= 1.6 converts in one line, and
+      // every checkpoint HF has written since 2020 is zip or safetensors.
       return absl::UnimplementedError(absl::StrCat(
           path,
           ": legacy (pre-1.6, non-zip) torch.save format is not supported; "
-          "re-save it with torch.save(state_dict, path) in PyTorch >= 1.6, "
-          "or convert it to model.safetensors"));
+          "convert it in place with PyTorch >= 1.6: python3 -c \"import "
+          "torch; p='",
+          path, "'; torch.save(torch.load(p, map_location='cpu'), p)\""));
     case TorchFileKind::kUnknown:
       return absl::DataLossError(absl::StrCat(
           path, ": not a torch.save zip archive (no PK signature)"));

@@ -136,10 +136,15 @@ BertModelImpl::BertModelImpl(const BertConfig& config,
 }
 
 BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(
-    const BertConfig& config, int num_labels, BertDropout dropout)
+    const BertConfig& config, int num_labels, BertDropout dropout,
+    HeadKind kind)
     : num_layers_(config.num_hidden_layers),
-      num_heads_(config.num_attention_heads) {
-  bert = register_module("bert", BertModel(config, dropout, num_labels > 0));
+      num_heads_(config.num_attention_heads),
+      kind_(num_labels > 0 ? kind : HeadKind::kEncoder) {
+  if (kind_ == HeadKind::kEncoder) num_labels = 0;
+  bert = register_module(
+      "bert",
+      BertModel(config, dropout, kind_ == HeadKind::kSequenceClassification));
   this->dropout =
       register_module("dropout", torch::nn::Dropout(dropout.hidden));
   if (num_labels > 0) {
@@ -194,9 +199,11 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
       layer_mask.values = head_mask.values.select(1, l);  // [B, H]
     }
     const bool want_probs = want_attention[l];
+    // A token classifier reads every position of the last layer.
     const bool cls_only = l == num_layers_ - 1 && options.cls_only_last_layer &&
-                          options.compute_logits && !want_probs &&
-                          !captured(num_layers_);
+                          options.compute_logits &&
+                          kind_ == HeadKind::kSequenceClassification &&
+                          !want_probs && !captured(num_layers_);
     torch::Tensor probs;
     hidden = bert->encoder->layer(l).forward(hidden, context, layer_mask,
                                              want_probs ? &probs : nullptr,
@@ -206,7 +213,9 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
   capture(num_layers_, hidden);
 
   if (options.compute_logits) {
-    out.logits = classifier(dropout(bert->pooler(hidden)));
+    out.logits = kind_ == HeadKind::kTokenClassification
+                     ? classifier(dropout(hidden))
+                     : classifier(dropout(bert->pooler(hidden)));
   }
   return out;
 }

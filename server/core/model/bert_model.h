@@ -1,4 +1,7 @@
-// HF's BertForSequenceClassification as torch::nn modules.
+// HF's BertForSequenceClassification as torch::nn modules, and the two
+// other shapes it takes: a BertForTokenClassification (no pooler, the
+// classifier on every position) and the encoder alone (every other BERT
+// head: its own head's weights are not loaded).
 //
 // Submodules are registered under HF's names, so `named_parameters()` keys
 // are exactly the keys of an HF state dict:
@@ -23,6 +26,7 @@
 #include "absl/status/status.h"
 #include "common/head_mask.h"
 #include "server/core/checkpoint/bert_config.h"
+#include "server/core/checkpoint/bert_head.h"
 #include "server/core/checkpoint/state_dict.h"
 #include "server/core/model/bert_layer.h"
 #include "server/core/model/forward_options.h"
@@ -88,18 +92,24 @@ class BertModelImpl : public torch::nn::Module {
 TORCH_MODULE(BertModel);
 
 struct BertRunOutput {
-  torch::Tensor logits;                     // [B, C], compute dtype, device
+  // [B, C] (sequence classifier) or [B, T, C] (token classifier), compute
+  // dtype, device.
+  torch::Tensor logits;
   std::map<int, torch::Tensor> attentions;  // layer -> [B, H, T, T]
   std::map<int, torch::Tensor> hidden;      // layer -> [B, T, D]
 };
 
 class BertForSequenceClassificationImpl : public torch::nn::Module {
  public:
-  // num_labels == 0: a plain BertModel (no pooler, no classifier).
-  BertForSequenceClassificationImpl(const BertConfig& config, int num_labels,
-                                    BertDropout dropout = {});
+  // num_labels == 0 or kind == kEncoder: the encoder alone (no pooler, no
+  // classifier). kTokenClassification: a classifier on every position and
+  // no pooler (HF builds BertForTokenClassification without one).
+  BertForSequenceClassificationImpl(
+      const BertConfig& config, int num_labels, BertDropout dropout = {},
+      HeadKind kind = HeadKind::kSequenceClassification);
 
   bool has_classifier() const { return !classifier.is_empty(); }
+  HeadKind kind() const { return kind_; }
   int num_layers() const { return num_layers_; }
 
   // input_ids, token_type_ids, attention_mask: [B, T] int64 on the device.
@@ -125,6 +135,7 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
  private:
   int num_layers_;
   int num_heads_;
+  HeadKind kind_;
 };
 TORCH_MODULE(BertForSequenceClassification);
 

@@ -1,9 +1,11 @@
 #include "server/core/model/model.h"
 
+#include <sys/stat.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <exception>
+#include <filesystem>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -64,6 +66,19 @@ absl::StatusOr<std::pair<torch::ScalarType, std::string>> ResolveDtype(
       "--dtype=", requested, " is not one of auto, F32, F16, BF16"));
 }
 
+// See Model::identity(). Size and mtime, not a digest: hashing a 400 MB
+// BERT-base file would add seconds to every start-up, and a changed file
+// changes its mtime.
+std::string Identity(const std::string& weights_file, const std::string& dtype,
+                     int max_seq_len) {
+  struct stat st {};
+  const bool ok = ::stat(weights_file.c_str(), &st) == 0;
+  return absl::StrCat(std::filesystem::path(weights_file).filename().string(),
+                      ":size=", ok ? st.st_size : 0,
+                      ":mtime=", ok ? st.st_mtime : 0, ";dtype=", dtype,
+                      ";max_seq_len=", max_seq_len);
+}
+
 }  // namespace
 
 Model::~Model() = default;
@@ -84,7 +99,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
   model->dtype_name_ = dtype.second;
   model->placement_ = std::make_unique<const ModelPlacement>(
       ModelPlacement{device, dtype.first});
-  model->has_classifier_ = checkpoint.has_classifier;
+  model->head_ = checkpoint.head;
   BertConfig& config = model->config_;
 
   const int max_pos = config.max_position_embeddings;
@@ -96,25 +111,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
   model->max_seq_len_ =
       options.max_seq_len == 0 ? max_pos : options.max_seq_len;
 
-  int num_labels = 0;
-  if (checkpoint.has_classifier) {
-    auto it = checkpoint.weights.find("classifier.weight");
-    if (it == checkpoint.weights.end() || it->second.dim() != 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model ", options.dir, ": classifier.weight missing or not 2-D"));
-    }
-    num_labels = static_cast<int>(it->second.size(0));
-    if (config.id2label.empty()) {
-      for (int i = 0; i < num_labels; ++i) {
-        config.id2label.push_back(absl::StrCat("LABEL_", i));
-      }
-    } else if (static_cast<int>(config.id2label.size()) != num_labels) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model ", options.dir, ": config.json id2label names ",
-          config.id2label.size(), " labels but classifier.weight has ",
-          num_labels, " rows"));
-    }
-  }
+  model->identity_ =
+      Identity(checkpoint.weights_file, dtype.second, model->max_seq_len_);
 
   TokenizerOptions tokenizer_options;
   tokenizer_options.do_lower_case = checkpoint.do_lower_case;
@@ -122,8 +120,9 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
       std::make_unique<Tokenizer>(std::move(vocab), tokenizer_options);
 
   try {
-    auto module =
-        std::make_shared<BertForSequenceClassificationImpl>(config, num_labels);
+    auto module = std::make_shared<BertForSequenceClassificationImpl>(
+        config, checkpoint.head.num_labels, BertDropout{},
+        checkpoint.head.kind);
     absl::Status loaded = LoadStateDict(checkpoint.weights, module.get());
     if (!loaded.ok()) {
       return absl::Status(loaded.code(), absl::StrCat(checkpoint.weights_file,

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "common/head_mask.h"
 #include "server/core/checkpoint/bert_config.h"
+#include "server/core/checkpoint/head_kind.h"
 #include "server/core/model/forward_options.h"
 #include "server/core/tokenizer/tokenizer.h"
 
@@ -54,7 +55,9 @@ struct ModelRow {
 
 // Model::Forward's results, float32. B rows, T positions (the longest row).
 struct ForwardOutput {
-  FloatArray logits;                     // [B, C]; empty without logits
+  // [B, C] for a sequence classifier, [B, T, C] for a token classifier
+  // (padding positions included); empty without logits.
+  FloatArray logits;
   std::map<int, FloatArray> attentions;  // layer -> [B, H, T, T], post-mask
 };
 
@@ -71,7 +74,25 @@ class Model {
 
   const BertConfig& config() const { return config_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-  bool has_classifier() const { return has_classifier_; }
+  // The head on top of the encoder, from config.json's architectures or the
+  // weights' keys (bert_head.h).
+  HeadKind head_kind() const { return head_.kind; }
+  const std::string& architecture() const { return head_.architecture; }
+  // True when compute_logits works: a sequence or a token classifier.
+  bool has_classifier() const { return head_.kind != HeadKind::kEncoder; }
+  // OK for a sequence or token classifier; else FAILED_PRECONDITION naming
+  // the architecture and what logits would need.
+  absl::Status CheckCanClassify() const;
+  // Keys in the weights file the model does not compute with (another
+  // head's), sorted; for one log line at start-up.
+  const std::vector<std::string>& unused_keys() const {
+    return head_.unused_keys;
+  }
+  // What decides this model's numbers besides the code: the weights file's
+  // name, size and modification time, the compute dtype and max_seq_len,
+  // e.g. "model.safetensors:size=1234:mtime=1700000000;dtype=F32;
+  // max_seq_len=128".
+  const std::string& identity() const { return identity_; }
   int max_seq_len() const { return max_seq_len_; }
   const std::string& device() const { return device_name_; }
   const std::string& dtype() const { return dtype_name_; }
@@ -89,7 +110,9 @@ class Model {
   // too long or out-of-vocabulary encoding or a mask of the wrong shape,
   // and naming the field for a layer index out of range or start_layer /
   // capture_hidden (tensor level only: use ForwardTensors);
-  // FAILED_PRECONDITION for compute_logits without a classifier; INTERNAL
+  // FAILED_PRECONDITION for compute_logits without a classifier (naming the
+  // architecture); INVALID_ARGUMENT for a mask that changes a layer below
+  // start_layer (those layers are not run, so it would be ignored); INTERNAL
   // for a libtorch failure. Implemented in model_forward.cc.
   absl::StatusOr<ForwardOutput> Forward(const std::vector<ModelRow>& rows,
                                         const ForwardOptions& options) const;
@@ -110,9 +133,9 @@ class Model {
   BertConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::shared_ptr<BertForSequenceClassificationImpl> module_;
-  bool has_classifier_ = false;
+  BertHead head_;
   int max_seq_len_ = 0;
-  std::string device_name_, dtype_name_, dir_;
+  std::string device_name_, dtype_name_, dir_, identity_;
   // What Forward and ForwardTensors refuse before running (model_forward.cc).
   absl::Status CheckForward(const ModelInput& input,
                             const std::vector<const HeadMask*>& masks,

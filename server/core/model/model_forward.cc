@@ -78,16 +78,21 @@ auto CatchTorch(Fn fn) -> decltype(fn()) {
 
 }  // namespace
 
+absl::Status Model::CheckCanClassify() const {
+  if (has_classifier()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "model ", dir_, " is a ", head_.architecture,
+      ": its encoder serves Tokenize and GetAttention, but Classify and "
+      "SweepAblation need a sequence classifier (bert.pooler + classifier "
+      "[labels, hidden], BertForSequenceClassification) or a token classifier "
+      "(classifier [labels, hidden], BertForTokenClassification)"));
+}
+
 absl::Status Model::CheckForward(const ModelInput& input,
                                  const std::vector<const HeadMask*>& masks,
                                  const ForwardOptions& options) const {
   const int num_layers = config_.num_hidden_layers;
-  if (options.compute_logits && !has_classifier_) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("model ", dir_,
-                     " has no classifier (a plain BertModel): Classify needs "
-                     "BertForSequenceClassification"));
-  }
+  if (options.compute_logits) RETURN_IF_ERROR(CheckCanClassify());
   const torch::Tensor& ids = input.input_ids;
   if (!ids.defined() || ids.dim() != 2 || ids.size(0) == 0 ||
       ids.size(1) == 0) {
@@ -134,6 +139,16 @@ absl::Status Model::CheckForward(const ModelInput& input,
     if (masks[r] == nullptr) continue;
     RETURN_IF_ERROR(
         CheckHeadMask(*masks[r], absl::StrCat("rows[", r, "].mask")));
+    // Layers below start_layer are not run (their output is start_hidden),
+    // so a mask there would be silently ignored.
+    for (const LayerHead& lh : masks[r]->AffectedHeads()) {
+      if (lh.layer < options.start_layer) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "rows[", r, "].mask changes layer ", lh.layer, " head ", lh.head,
+            ", below start_layer=", options.start_layer,
+            " (layers below start_layer are not run)"));
+      }
+    }
   }
   return absl::OkStatus();
 }

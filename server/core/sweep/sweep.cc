@@ -24,6 +24,7 @@ constexpr int kBatchesPerMaskGroup = 16;
 
 struct Tally {
   int examples = 0;
+  int64_t scored = 0;  // examples, or labelled tokens (token classifier)
   int correct = 0;
   double loss_sum = 0;
 
@@ -31,10 +32,23 @@ struct Tally {
     MaskResult r;
     r.mask_index = mask_index;
     r.examples = examples;
+    r.scored = scored;
     r.correct = correct;
     r.loss_sum = loss_sum;
-    r.accuracy = examples > 0 ? static_cast<double>(correct) / examples : 0.0;
+    r.accuracy = scored > 0 ? static_cast<double>(correct) / scored : 0.0;
     return r;
+  }
+
+  // One scored unit: argmax (first maximum on ties) against `label`, and
+  // its cross-entropy, from `n` log-probabilities.
+  void Add(const float* log_probs, int n, int label) {
+    int best = 0;
+    for (int c = 1; c < n; ++c) {
+      if (log_probs[c] > log_probs[best]) best = c;
+    }
+    ++scored;
+    correct += best == label ? 1 : 0;
+    loss_sum -= static_cast<double>(log_probs[label]);
   }
 };
 
@@ -89,27 +103,40 @@ class SweepRun {
 
  private:
   absl::Status Validate() {
-    if (!model_.has_classifier()) {
-      return absl::FailedPreconditionError(
-          "sweeps need a sequence classifier; the model has no classifier "
-          "head");
-    }
+    RETURN_IF_ERROR(model_.CheckCanClassify());
     if (options_.max_batch_rows < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           "max_batch_rows=", options_.max_batch_rows, " must be >= 1"));
     }
-    const BertConfig& config = model_.config();
-    const int num_labels = static_cast<int>(config.id2label.size());
-    for (size_t i = 0; i < examples_.size(); ++i) {
-      const int label = examples_[i].label;
-      if (label < 0 || (num_labels > 0 && label >= num_labels)) {
+    const int num_labels = static_cast<int>(model_.config().id2label.size());
+    const bool per_token = model_.head_kind() == HeadKind::kTokenClassification;
+    auto check_label = [&](size_t i, int label, const std::string& field) {
+      if (label < 0 || label >= num_labels) {
         return absl::InvalidArgumentError(
-            absl::StrCat("examples[", i, "].label=", label,
+            absl::StrCat("examples[", i, "].", field, "=", label,
                          " out of range [0, ", num_labels, ")"));
       }
-      if (examples_[i].encoding.tokens.empty()) {
+      return absl::OkStatus();
+    };
+    for (size_t i = 0; i < examples_.size(); ++i) {
+      const SweepExample& e = examples_[i];
+      if (e.encoding.tokens.empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat("examples[", i, "].encoding has no tokens"));
+      }
+      if (!per_token) {
+        RETURN_IF_ERROR(check_label(i, e.label, "label"));
+        continue;
+      }
+      if (e.token_labels.size() != e.encoding.tokens.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "examples[", i, "].token_labels has ", e.token_labels.size(),
+            " entries for ", e.encoding.tokens.size(), " tokens"));
+      }
+      for (size_t t = 0; t < e.token_labels.size(); ++t) {
+        if (e.token_labels[t] == kUnscoredToken) continue;
+        RETURN_IF_ERROR(check_label(i, e.token_labels[t],
+                                    absl::StrCat("token_labels[", t, "]")));
       }
     }
     for (size_t i = 0; i < masks_.size(); ++i) {
@@ -278,27 +305,31 @@ class SweepRun {
 
   // Adds each row's correctness (argmax, first maximum on ties) and
   // cross-entropy to its mask's tally, delivering masks that are complete.
+  // logits: [B, C], or [B, T, C] for a token classifier (every labelled
+  // position of a row is a unit).
   absl::Status Score(const torch::Tensor& logits,
                      const std::vector<Row>& rows) {
     const torch::Tensor log_probs =
-        torch::log_softmax(logits.to(torch::kFloat32).contiguous(), 1);
-    const auto lp = log_probs.accessor<float, 2>();
-    const int num_classes = static_cast<int>(log_probs.size(1));
+        torch::log_softmax(logits.to(torch::kFloat32), -1).contiguous();
+    const bool per_token = log_probs.dim() == 3;
+    const int num_classes = static_cast<int>(log_probs.size(-1));
+    const int64_t row_stride =
+        per_token ? log_probs.size(1) * num_classes : num_classes;
+    const float* lp = log_probs.data_ptr<float>();
     for (size_t r = 0; r < rows.size(); ++r) {
-      const int label = examples_[rows[r].example].label;
-      if (label >= num_classes) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("examples[", rows[r].example, "].label=", label,
-                         " out of range [0, ", num_classes, ")"));
-      }
-      int best = 0;
-      for (int c = 1; c < num_classes; ++c) {
-        if (lp[r][c] > lp[r][best]) best = c;
-      }
+      const SweepExample& example = examples_[rows[r].example];
       Tally& tally = rows[r].mask < 0 ? baseline_ : tallies_[rows[r].mask];
+      const float* row = lp + static_cast<int64_t>(r) * row_stride;
+      if (per_token) {
+        for (size_t t = 0; t < example.token_labels.size(); ++t) {
+          if (example.token_labels[t] == kUnscoredToken) continue;
+          tally.Add(row + t * num_classes, num_classes,
+                    example.token_labels[t]);
+        }
+      } else {
+        tally.Add(row, num_classes, example.label);
+      }
       ++tally.examples;
-      tally.correct += best == label ? 1 : 0;
-      tally.loss_sum -= static_cast<double>(lp[r][label]);
       if (tally.examples == static_cast<int>(examples_.size())) {
         if (rows[r].mask < 0) {
           DeliverBaseline();

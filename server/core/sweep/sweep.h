@@ -25,9 +25,17 @@
 
 namespace bertology {
 
+// A token_labels entry that is not scored (special tokens, pieces after a
+// word's first, unlabelled words).
+inline constexpr int kUnscoredToken = -1;
+
 struct SweepExample {
   Encoding encoding;
-  int label = 0;  // class index, in [0, num_labels)
+  // Sequence classifier: the class index, in [0, num_labels).
+  int label = 0;
+  // Token classifier: one entry per token of `encoding`, a class index or
+  // kUnscoredToken. Ignored (may be empty) for a sequence classifier.
+  std::vector<int> token_labels;
 };
 
 struct SweepOptions {
@@ -38,12 +46,15 @@ struct SweepOptions {
   int64_t cache_budget_bytes = 256 << 20;
 };
 
+// Units scored: examples for a sequence classifier, labelled tokens for a
+// token classifier.
 struct MaskResult {
   int mask_index = -1;  // index into the masks passed to Run; -1 = baseline
   int examples = 0;
-  int correct = 0;
-  double loss_sum = 0;  // sum of per-example cross-entropy (natural log)
-  double accuracy = 0;  // correct / examples
+  int64_t scored = 0;   // units scored
+  int correct = 0;      // units right
+  double loss_sum = 0;  // sum of per-unit cross-entropy (natural log)
+  double accuracy = 0;  // correct / scored (0 when nothing is scored)
 };
 
 struct SweepCallbacks {
@@ -64,9 +75,10 @@ class SweepExecutor {
   SweepExecutor(const Model* model, SweepOptions options)
       : model_(model), options_(options) {}
   // FAILED_PRECONDITION if the model has no classifier; INVALID_ARGUMENT for
-  // a label out of range ("examples[i].label"), an empty encoding or a mask
-  // of the wrong shape ("masks[i]"); CANCELLED when is_cancelled said so.
-  // Errors from the model are returned as they are.
+  // a label out of range ("examples[i].label", "examples[i].token_labels[t]"),
+  // token_labels not one per token (token classifier), an empty encoding or
+  // a mask of the wrong shape ("masks[i]"); CANCELLED when is_cancelled said
+  // so. Errors from the model are returned as they are.
   absl::Status Run(const std::vector<SweepExample>& examples,
                    const std::vector<SweepMask>& masks,
                    const SweepCallbacks& callbacks) const;

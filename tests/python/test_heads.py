@@ -1,0 +1,303 @@
+"""Every HF BERT head through the real bertology-server.
+
+tests/golden/make_head_checkpoints.py writes one directory per head
+(BertModel with and without pooler and prefix, ForPreTraining, ForMaskedLM,
+ForNextSentencePrediction, ForSequenceClassification, ForMultipleChoice,
+ForTokenClassification, ForQuestionAnswering; safetensors and torch.save zip
+.bin; with and without the position_ids buffer). One server serves them all,
+started as the README says; each is checked against the float64 reference
+of tests/golden/make_golden.py on the weights of its own file:
+GetAttention's maps at 1e-5, Classify for the two classifiers, token
+classification sweeps scored by hand, and FAILED_PRECONDITION naming the
+architecture for the heads that have no logits.
+
+Run by ctest; by hand:
+  PYTHONPATH=build/python BERTOLOGY_BIN_DIR=build/bin \
+      /usr/bin/python3 -m unittest -v tests/python/test_heads.py
+"""
+
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import time
+import unittest
+
+import grpc
+import numpy as np
+import torch
+
+from bertology.v1 import bertology_pb2 as pb
+from bertology.v1 import bertology_pb2_grpc as pb_grpc
+
+SOURCE_DIR = os.environ.get(
+    "BERTOLOGY_SOURCE_DIR",
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
+import make_golden  # noqa: E402  (the reference BERT)
+import make_head_checkpoints as heads  # noqa: E402  (the writer)
+from live_server import LiveServer  # noqa: E402
+from test_service import health  # noqa: E402
+
+LAYERS = make_golden.CONFIG["num_hidden_layers"]
+HEADS = make_golden.CONFIG["num_attention_heads"]
+TEXTS = [("the cat sat on the mat", ""), ("a dog", "it was there")]
+# Masks two heads of layer 1 and scales one of layer 2: moves the maps of
+# layers 1-2 and every logit well beyond the tolerances.
+MASK = [1.0] * HEADS + [0.0, 1.0, 0.0, 1.0] + [1.0, 0.5, 1.0, 1.0]
+
+
+def load_weights(directory):
+    """The file's tensors with HF's BertFor* names (bert. prefix), floats."""
+    st = os.path.join(directory, "model.safetensors")
+    if os.path.exists(st):
+        raw = read_safetensors_any(st)
+    else:
+        raw = torch.load(os.path.join(directory, "pytorch_model.bin"))
+    out = {}
+    for k, t in raw.items():
+        if k.startswith(("embeddings.", "encoder.", "pooler.")):
+            k = "bert." + k
+        if t.is_floating_point():
+            out[k] = t
+    return out
+
+
+def read_safetensors_any(path):
+    """{name: float32 tensor}, skipping the I64 buffer read_safetensors
+    refuses."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__" or info["dtype"] != "F32":
+            continue
+        begin, end = info["data_offsets"]
+        out[name] = torch.from_numpy(
+            np.frombuffer(data[begin:end], dtype="<f4").reshape(info["shape"]).copy())
+    return out
+
+
+class HeadsTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="bertology-heads-")
+        heads.main(cls.tmp)
+        with open(os.path.join(cls.tmp, "variants.json")) as f:
+            cls.variants = json.load(f)
+        flags = ["--model=%s=%s" % (name, os.path.join(cls.tmp, name))
+                 for name in cls.variants]
+        cls.server = LiveServer(BIN_DIR, flags + ["--threads=1", "--warmup_passes=1"])
+        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.server.port)
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                if health(cls.channel) == 1:
+                    break
+            except grpc.RpcError:
+                pass
+            time.sleep(0.05)
+        cls.stub = pb_grpc.BertologyStub(cls.channel)
+        cls.weights = {name: load_weights(os.path.join(cls.tmp, name))
+                       for name in cls.variants}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        cls.server.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def encode(self, model, text_a, text_b):
+        return self.stub.Tokenize(
+            pb.TokenizeRequest(model=model, text_a=text_a, text_b=text_b)).tokens
+
+    def reference(self, model, tokens, mask=None):
+        """(last hidden [T, D], attentions [L][H, T, T]) in float64."""
+        ids = torch.tensor([[t.id for t in tokens]])
+        types = torch.tensor([[t.segment for t in tokens]])
+        values = mask if mask is not None else [1.0] * (LAYERS * HEADS)
+        head_mask = torch.tensor(values, dtype=torch.float64).view(1, LAYERS, HEADS)
+        x, attentions = make_golden.reference_encoder(
+            self.weights[model], ids, types, torch.ones_like(ids), head_mask,
+            torch.tensor([0]))
+        return x[0], [a[0].numpy() for a in attentions]
+
+    def logits(self, model, x):
+        """The head's float64 logits on the last hidden state [T, D]."""
+        w = {k: v.double() for k, v in self.weights[model].items()}
+        if self.variants[model]["head"] == "token_classification":
+            return (x @ w["classifier.weight"].t() + w["classifier.bias"]).numpy()
+        pooled = torch.tanh(x[0] @ w["bert.pooler.dense.weight"].t()
+                            + w["bert.pooler.dense.bias"])
+        return (pooled @ w["classifier.weight"].t() + w["classifier.bias"]).numpy()
+
+    def test_server_loaded_every_head_and_logged_skipped_keys(self):
+        log = self.server.output()
+        self.assertIn("skipped", log)
+        # The MLM head's keys are listed on one line, not an error.
+        line = [l for l in log.splitlines() if "model mlm-st " in l and "skipped" in l]
+        self.assertEqual(len(line), 1, log)
+        self.assertIn("cls.predictions.decoder.weight", line[0])
+
+    def test_model_info_reports_architecture_and_rpcs(self):
+        info = {m.name: m for m in self.stub.GetModelInfo(pb.GetModelInfoRequest()).models}
+        self.assertEqual(set(info), set(self.variants))
+        for name, v in self.variants.items():
+            m = info[name]
+            self.assertEqual(m.architecture, v["architecture"], name)
+            classifier = v["head"] != "encoder"
+            self.assertEqual(m.has_classifier, classifier, name)
+            want_rpcs = ["Tokenize", "GetAttention"] + (
+                ["Classify", "SweepAblation"] if classifier else [])
+            self.assertEqual(list(m.served_rpcs), want_rpcs, name)
+            self.assertEqual(pb.ModelHead.Name(m.head),
+                             "MODEL_HEAD_" + v["head"].upper(), name)
+            self.assertIn("dtype=F32", m.identity)
+        self.assertEqual(list(info["tokcls-st"].label_names), heads.TOKEN_LABELS)
+
+    def test_get_attention_matches_reference_for_every_head(self):
+        for name in self.variants:
+            for text_a, text_b in TEXTS:
+                for mask in (None, MASK):
+                    with self.subTest(model=name, text=text_a, masked=mask is not None):
+                        tokens = self.encode(name, text_a, text_b)
+                        request = pb.GetAttentionRequest(
+                            model=name, input=pb.TextInput(text_a=text_a, text_b=text_b))
+                        if mask is not None:
+                            request.head_mask.dense.values.extend(mask)
+                        response = self.stub.GetAttention(request)
+                        _, want = self.reference(name, tokens, mask)
+                        self.assertEqual(len(response.maps), LAYERS * HEADS)
+                        t = len(tokens)
+                        for m in response.maps:
+                            got = np.frombuffer(m.data, dtype="<f4").reshape(t, t)
+                            np.testing.assert_allclose(
+                                got, want[m.layer][m.head], atol=1e-5, rtol=0)
+                        if mask is not None:
+                            # The mask moved layer 2's maps beyond the tolerance.
+                            _, plain = self.reference(name, tokens)
+                            self.assertGreater(np.abs(want[2] - plain[2]).max(), 1e-3)
+
+    def test_classify_sequence_and_token_classifiers(self):
+        for name, v in self.variants.items():
+            if v["head"] == "encoder":
+                continue
+            for mask in (None, MASK):
+                with self.subTest(model=name, masked=mask is not None):
+                    request = pb.ClassifyRequest(
+                        model=name,
+                        inputs=[pb.TextInput(text_a=a, text_b=b) for a, b in TEXTS])
+                    if mask is not None:
+                        request.head_mask.dense.values.extend(mask)
+                    response = self.stub.Classify(request)
+                    for (a, b), p in zip(TEXTS, response.predictions):
+                        tokens = self.encode(name, a, b)
+                        x, _ = self.reference(name, tokens, mask)
+                        want = self.logits(name, x)
+                        if mask is not None:
+                            plain = self.logits(name, self.reference(name, tokens)[0])
+                            self.assertGreater(np.abs(want - plain).max(), 1e-2)
+                        if v["head"] == "sequence_classification":
+                            self.assertEqual(len(p.tokens), 0)
+                            np.testing.assert_allclose(p.logits, want, atol=1e-5)
+                            continue
+                        self.assertEqual(len(p.logits), 0)
+                        self.assertEqual(len(p.tokens), len(tokens))
+                        got = np.array([list(tp.logits) for tp in p.tokens])
+                        # Token logits reach 8 here: float32's rounding
+                        # on that scale is ~1e-6 relative, so a relative
+                        # term joins the 1e-5 absolute one (the mask moves
+                        # them by > 1e-2).
+                        np.testing.assert_allclose(got, want, atol=1e-5, rtol=2e-6)
+                        for i, tp in enumerate(p.tokens):
+                            self.assertEqual(tp.label, int(np.argmax(want[i])))
+                            self.assertEqual(tp.label_name, heads.TOKEN_LABELS[tp.label])
+                            first = (not tokens[i].special and
+                                     (i == 0 or tokens[i - 1].word_index != tokens[i].word_index))
+                            self.assertEqual(tp.first_piece, first)
+
+    def test_classify_refused_for_heads_without_logits(self):
+        for name, v in self.variants.items():
+            if v["head"] != "encoder":
+                continue
+            with self.subTest(model=name):
+                with self.assertRaises(grpc.RpcError) as cm:
+                    self.stub.Classify(pb.ClassifyRequest(
+                        model=name, inputs=[pb.TextInput(text_a="the cat")]))
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+                self.assertIn(v["architecture"], cm.exception.details())
+                self.assertIn("BertForTokenClassification", cm.exception.details())
+
+    def test_token_classification_sweep_scored_per_first_piece(self):
+        name = "tokcls-bin"
+        texts = [("the cat sat on the mat", ""), ("a dog", "it was there"),
+                 ("this was not what they said", "")]
+        rng = np.random.default_rng(3)
+        examples, labelled = [], []
+        for a, b in texts:
+            tokens = self.encode(name, a, b)
+            words = max(t.word_index for t in tokens) + 1
+            labels = [int(x) for x in rng.integers(0, heads.NUM_TOKEN_LABELS, words)]
+            labels[0] = -1  # an unscored word
+            examples.append(pb.LabeledExample(
+                input=pb.TextInput(text_a=a, text_b=b), word_labels=labels))
+            labelled.append((tokens, labels))
+        request = pb.SweepAblationRequest(model=name, examples=examples)
+        request.masks.add().explicit_mask.mask.dense.values.extend(MASK)
+        request.masks.add().all_layers.SetInParent()
+        events = list(self.stub.SweepAblation(request))
+        baseline = [e.baseline for e in events if e.HasField("baseline")][0]
+        results = {r.mask_id: r for r in (e.result for e in events if e.HasField("result"))}
+
+        def score(mask):
+            correct = scored = 0
+            loss = 0.0
+            for tokens, labels in labelled:
+                x, _ = self.reference(name, tokens, mask)
+                logits = self.logits(name, x)
+                log_p = logits - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(
+                    1, keepdims=True)) - logits.max(1, keepdims=True)
+                previous = -1
+                for i, t in enumerate(tokens):
+                    if t.special or t.word_index == previous:
+                        continue
+                    previous = t.word_index
+                    label = labels[t.word_index]
+                    if label < 0:
+                        continue
+                    scored += 1
+                    correct += int(np.argmax(logits[i]) == label)
+                    loss -= log_p[i, label]
+            return correct, scored, loss
+
+        for result, mask in ((baseline, None), (results["mask-0"], MASK)):
+            correct, scored, loss = score(mask)
+            self.assertEqual((result.correct, result.scored), (correct, scored))
+            self.assertEqual(result.examples, len(texts))
+            self.assertAlmostEqual(result.loss_sum, loss, delta=1e-4)
+            self.assertAlmostEqual(result.accuracy, correct / scored, places=9)
+        # The mask changes the loss beyond the tolerance, so a server that
+        # ignored it would fail above.
+        self.assertGreater(abs(results["mask-0"].loss_sum - baseline.loss_sum), 1e-2)
+        layer0 = results["layer-0"]
+        self.assertEqual(layer0.scored, baseline.scored)
+
+    def test_token_sweep_refuses_wrong_word_label_count(self):
+        request = pb.SweepAblationRequest(model="tokcls-st", examples=[
+            pb.LabeledExample(input=pb.TextInput(text_a="the cat"), word_labels=[0])])
+        request.masks.add().all_layers.SetInParent()
+        with self.assertRaises(grpc.RpcError) as cm:
+            list(self.stub.SweepAblation(request))
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("examples[0].word_labels has 1 labels for an input of 2 words",
+                      cm.exception.details())
+
+
+if __name__ == "__main__":
+    unittest.main()
