@@ -1,7 +1,10 @@
 #include "server/core/tokenizer/basic_tokenizer.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
+#include "common/utf8.h"
 #include "utf8proc.h"
 
 namespace bertology {
@@ -98,6 +101,12 @@ bool IsBertWhitespace(char32_t cp) {
   return Category(cp) == UTF8PROC_CATEGORY_ZS;
 }
 
+// Follows HF (tokenization_utils.py _is_control and the tokenizers
+// crate's BertNormalizer): every category C* (Cc, Cf, Cs, Co, Cn) except
+// \t \n \r, which count as whitespace. The original Google BERT
+// tokenization.py drops only Cc and Cf; the two differ on private-use (Co)
+// and unassigned (Cn) code points, which HF drops and Google keeps.
+// (Surrogates, Cs, cannot occur in decoded UTF-8.)
 bool IsBertControl(char32_t cp) {
   if (cp == '\t' || cp == '\n' || cp == '\r') return false;
   switch (Category(cp)) {
@@ -138,28 +147,51 @@ bool IsCjkIdeograph(char32_t cp) {
          (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
+BasicTokenizer::BasicTokenizer(BasicTokenizerOptions options)
+    : options_(std::move(options)),
+      strip_accents_(options_.strip_accents.value_or(options_.do_lower_case)) {
+  for (const std::string& token : options_.never_split) {
+    DecodedText decoded;
+    // An entry that is not UTF-8 can match no decoded text.
+    if (!DecodeUtf8(token, &decoded).ok()) continue;
+    never_split_.emplace_back(decoded.chars.begin(), decoded.chars.end());
+  }
+}
+
 void BasicTokenizer::Normalize(const std::vector<char32_t>& text,
-                               const std::vector<int>& token,
+                               const std::vector<int>& token, bool lower,
+                               bool strip,
                                std::vector<NormalizedChar>* out) const {
   const size_t first = out->size();
-  if (!options_.do_lower_case) {
+  if (!lower && !strip) {
     for (int i : token) out->push_back({text[i], i, i + 1});
   } else {
     utf8proc_int32_t buf[32];
     for (size_t i = 0; i < token.size(); ++i) {
-      const char32_t lower = LowerAt(text, token, i);
+      const char32_t c = lower ? LowerAt(text, token, i) : text[token[i]];
+      if (!strip) {
+        out->push_back({c, token[i], token[i] + 1});
+        // Python lower-cases U+0130 to "i" + U+0307, which only survives
+        // when accents are kept.
+        if (text[token[i]] == 0x130) {
+          out->push_back({0x307, token[i], token[i] + 1});
+        }
+        continue;
+      }
       int last_boundclass = 0;
       utf8proc_ssize_t n =
-          utf8proc_decompose_char(static_cast<utf8proc_int32_t>(lower), buf, 32,
+          utf8proc_decompose_char(static_cast<utf8proc_int32_t>(c), buf, 32,
                                   UTF8PROC_DECOMPOSE, &last_boundclass);
       if (n <= 0 || n > 32) {  // cannot happen for valid scalar values
-        buf[0] = static_cast<utf8proc_int32_t>(lower);
+        buf[0] = static_cast<utf8proc_int32_t>(c);
         n = 1;
       }
       for (utf8proc_ssize_t k = 0; k < n; ++k) {
         out->push_back({static_cast<char32_t>(buf[k]), token[i], token[i] + 1});
       }
     }
+  }
+  if (strip) {
     // Canonical ordering (the rest of NFD): stable sort of each run of
     // combining marks by combining class. Only matters for the marks that
     // survive stripping (a few Mc), but keeps this exact.
@@ -193,20 +225,50 @@ void BasicTokenizer::Normalize(const std::vector<char32_t>& text,
   }
 }
 
+bool BasicTokenizer::IsNeverSplit(const std::vector<char32_t>& text,
+                                  const std::vector<int>& token) const {
+  for (const std::u32string& entry : never_split_) {
+    if (entry.size() != token.size()) continue;
+    bool equal = true;
+    for (size_t i = 0; equal && i < token.size(); ++i) {
+      const char32_t c =
+          options_.do_lower_case ? LowerAt(text, token, i) : text[token[i]];
+      equal = c == entry[i];
+    }
+    if (equal) return true;
+  }
+  return false;
+}
+
 std::vector<BasicWord> BasicTokenizer::Split(
-    const std::vector<char32_t>& text) const {
+    const std::vector<char32_t>& text,
+    std::vector<bool>* never_split_word) const {
+  if (never_split_word != nullptr) never_split_word->clear();
   std::vector<BasicWord> words;
   std::vector<int> token;
   std::vector<NormalizedChar> normalized;
   BasicWord word;
-  auto end_word = [&] {
-    if (!word.empty()) words.push_back(std::move(word));
+  auto end_word = [&](bool kept_whole = false) {
+    if (!word.empty()) {
+      words.push_back(std::move(word));
+      if (never_split_word != nullptr) never_split_word->push_back(kept_whole);
+    }
     word.clear();
   };
   auto flush_token = [&] {
     if (token.empty()) return;
     normalized.clear();
-    Normalize(text, token, &normalized);
+    if (!never_split_.empty() && IsNeverSplit(text, token)) {
+      // As HF: the token (lower-cased, see never_split) is one word, with
+      // no accent stripping and no punctuation split.
+      Normalize(text, token, options_.do_lower_case, /*strip=*/false,
+                &normalized);
+      token.clear();
+      word.assign(normalized.begin(), normalized.end());
+      end_word(/*kept_whole=*/true);
+      return;
+    }
+    Normalize(text, token, options_.do_lower_case, strip_accents_, &normalized);
     token.clear();
     for (const NormalizedChar& c : normalized) {
       if (IsBertWhitespace(c.cp) || IsLineOrParagraphSeparator(c.cp)) {

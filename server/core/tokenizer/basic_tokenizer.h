@@ -6,6 +6,8 @@
 #ifndef BERTOLOGY_CORE_BASIC_TOKENIZER_H_
 #define BERTOLOGY_CORE_BASIC_TOKENIZER_H_
 
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace bertology {
@@ -26,27 +28,46 @@ struct NormalizedChar {
 // A word: what WordPiece receives. Never empty.
 using BasicWord = std::vector<NormalizedChar>;
 
+// The settings of HF's BasicTokenizer (tokenization_bert.py).
 struct BasicTokenizerOptions {
-  bool do_lower_case = true;  // lower-case, NFD, drop Mn (accents)
+  bool do_lower_case = true;  // Python's str.lower() on each token
   bool tokenize_chinese_chars = true;
+  // NFD and drop Mn (accents). nullopt: as do_lower_case (HF's None, the
+  // original BERT's behaviour); true/false: regardless of do_lower_case.
+  std::optional<bool> strip_accents;
+  // Whitespace tokens (UTF-8) kept as one word: neither accent-stripped
+  // nor split on punctuation. With do_lower_case the token is compared,
+  // and kept, lower-cased, because HF's BertTokenizer.tokenize lower-cases
+  // the whole text before its BasicTokenizer sees it: never_split ["lol"]
+  // keeps "LOL" whole as "lol", and never_split ["[E1]"] never matches.
+  std::vector<std::string> never_split;
 };
 
 // Stateless apart from its options; safe to share between threads.
 class BasicTokenizer {
  public:
-  explicit BasicTokenizer(BasicTokenizerOptions options) : options_(options) {}
+  explicit BasicTokenizer(BasicTokenizerOptions options);
 
-  // Splits decoded text into words, in order.
-  std::vector<BasicWord> Split(const std::vector<char32_t>& text) const;
+  // Splits decoded text into words, in order. When `never_split_word` is
+  // given it gets, for each word, whether it is a never_split token (which
+  // HF's BertTokenizer gives to the vocabulary whole, without WordPiece).
+  std::vector<BasicWord> Split(
+      const std::vector<char32_t>& text,
+      std::vector<bool>* never_split_word = nullptr) const;
 
  private:
-  // Lower-cases, decomposes (NFD) and strips Mn from one whitespace token
-  // (`token` holds indices into `text`), appending outputs to `out`.
+  // Lower-cases and/or decomposes (NFD) and strips Mn from one whitespace
+  // token (`token` holds indices into `text`), appending outputs to `out`.
   void Normalize(const std::vector<char32_t>& text,
-                 const std::vector<int>& token,
+                 const std::vector<int>& token, bool lower, bool strip,
                  std::vector<NormalizedChar>* out) const;
+  // Whether `token` (lower-cased when do_lower_case) is in never_split.
+  bool IsNeverSplit(const std::vector<char32_t>& text,
+                    const std::vector<int>& token) const;
 
   BasicTokenizerOptions options_;
+  bool strip_accents_;  // options_.strip_accents resolved
+  std::vector<std::u32string> never_split_;
 };
 
 // Character classes of tokenization.py, exposed for tests.

@@ -99,6 +99,63 @@ TEST(BasicTokenizerTest, StrippedAccentsBelongToTheirWord) {
   EXPECT_TRUE(Split("\xCC\x81\xCC\x82").words.empty());
 }
 
+Words SplitWith(const std::string& text, BasicTokenizerOptions options,
+                std::vector<bool>* never_split_word = nullptr) {
+  DecodedText decoded;
+  EXPECT_TRUE(DecodeUtf8(text, &decoded).ok());
+  Words words;
+  for (const BasicWord& word : BasicTokenizer(std::move(options))
+                                   .Split(decoded.chars, never_split_word)) {
+    std::string s;
+    for (const NormalizedChar& c : word) AppendUtf8(c.cp, &s);
+    words.push_back(s);
+  }
+  return words;
+}
+
+// Expected words from tests/golden/tokenizer_reference.py's basic() (HF's
+// BasicTokenizer with strip_accents).
+TEST(BasicTokenizerTest, StripAccentsSetting) {
+  BasicTokenizerOptions options;
+  options.strip_accents = false;  // lower-case only
+  EXPECT_EQ(SplitWith("Café İx e\xCC\x81!", options),
+            (Words{"café", "i\xCC\x87x", "e\xCC\x81", "!"}));
+  options.strip_accents = true;
+  EXPECT_EQ(SplitWith("Café İx", options), (Words{"cafe", "ix"}));
+  options.do_lower_case = false;  // strip only
+  EXPECT_EQ(SplitWith("Café İx", options), (Words{"Cafe", "Ix"}));
+  options.strip_accents = std::nullopt;  // follows do_lower_case: neither
+  EXPECT_EQ(SplitWith("Café İx", options), (Words{"Café", "İx"}));
+}
+
+TEST(BasicTokenizerTest, NeverSplitTokensStayWhole) {
+  BasicTokenizerOptions options;
+  options.never_split = {"[e1]", "café!"};
+  std::vector<bool> kept;
+  // Compared lower-cased, kept without accent stripping or punctuation
+  // split; "[E1]x" is another token and splits as usual.
+  EXPECT_EQ(SplitWith("[E1] CAFÉ! [E1]x", options, &kept),
+            (Words{"[e1]", "café!", "[", "e1", "]", "x"}));
+  EXPECT_EQ(kept, (std::vector<bool>{true, true, false, false, false, false}));
+  options.do_lower_case = false;
+  EXPECT_EQ(SplitWith("[E1] [e1]", options, &kept),
+            (Words{"[", "E1", "]", "[e1]"}));
+  EXPECT_EQ(kept, (std::vector<bool>{false, false, false, true}));
+}
+
+// HF's _is_control (every C* category), not Google's (Cc and Cf only): a
+// private-use (Co) and an unassigned (Cn) code point are dropped too.
+TEST(BasicTokenizerTest, DropsEveryOtherCategoryAsHf) {
+  EXPECT_EQ(Split("a\xEE\x80\x80"
+                  "b c\xCD\xB8"
+                  "d e\x01\xE2\x80\x8B"
+                  "f")
+                .words,
+            (Words{"ab", "cd", "ef"}));
+  EXPECT_TRUE(IsBertControl(U'\uE000'));
+  EXPECT_TRUE(IsBertControl(U'\u0378'));
+}
+
 TEST(BasicTokenizerTest, CharacterClasses) {
   for (char32_t cp : {U'$', U'^', U'`', U'~', U'-', U'\u00BF', U'\u2014',
                       U'\u3002', U'\uFF01'}) {
