@@ -113,6 +113,7 @@ class ServiceTest(unittest.TestCase):
 
     def test_classify_matches_reference(self):
         values = [1.0, 0.0, 1.0, 1.0, 0.3, 1.0, 1.0, 0.0, 1.0, 1.0, 0.5, 1.0]
+        unmasked = [self.reference(a, b)[0] for a, b in TEXTS]
         for mode, uniform in ((pb.ABLATION_MODE_ZERO, False),
                               (pb.ABLATION_MODE_UNIFORM, True)):
             for mask in (None, values):
@@ -122,11 +123,23 @@ class ServiceTest(unittest.TestCase):
                     request.head_mask.dense.values.extend(mask)
                     request.head_mask.mode = mode
                 response = self.stub.Classify(request)
-                for (a, b), p in zip(TEXTS, response.predictions):
+                labels_changed = 0
+                for (a, b), p, base in zip(TEXTS, response.predictions, unmasked):
                     want, _ = self.reference(a, b, mask, uniform and mask is not None)
                     np.testing.assert_allclose(np.array(p.logits), want, atol=1e-4)
                     self.assertEqual(p.label, int(np.argmax(want)))
                     self.assertAlmostEqual(sum(p.probabilities), 1.0, places=5)
+                    if mask is not None:
+                        # The mask moves every text's logits by far more
+                        # than the tolerance (at least 0.76 here), so a
+                        # server that ignored it, or applied the other
+                        # mode, would fail the comparison above.
+                        self.assertGreater(np.abs(want - base).max(), 0.5)
+                        labels_changed += int(np.argmax(want) != np.argmax(base))
+                if mask is not None:
+                    # ... and it changes a prediction (text 0 in both modes,
+                    # text 2 in uniform mode), so the label check bites too.
+                    self.assertGreaterEqual(labels_changed, 1)
 
     def test_attention_float16_decodes_with_numpy(self):
         request = pb.GetAttentionRequest(
@@ -148,10 +161,16 @@ class ServiceTest(unittest.TestCase):
                                    atol=1e-4)
 
     def test_sweep_streams_plan_results_progress(self):
+        for mode in (pb.ABLATION_MODE_UNSPECIFIED, pb.ABLATION_MODE_UNIFORM):
+            with self.subTest(mode=mode):
+                self.check_sweep(mode)
+
+    def check_sweep(self, mode):
         request = pb.SweepAblationRequest(
             examples=[pb.LabeledExample(input=pb.TextInput(text_a=a, text_b=b),
                                         label=i % 3)
-                      for i, (a, b) in enumerate(TEXTS)])
+                      for i, (a, b) in enumerate(TEXTS)],
+            mode=mode)
         request.masks.add().all_layers.SetInParent()
         keep = request.masks.add().keep_only
         keep.layer_begin, keep.layer_end = 0, 2
@@ -164,11 +183,52 @@ class ServiceTest(unittest.TestCase):
         self.assertEqual(kinds.count("result"), 4)
         last = [e.progress for e in events if e.WhichOneof("event") == "progress"][-1]
         self.assertEqual(last.done, last.total)
+
+        layers = make_golden.CONFIG["num_hidden_layers"]
+        heads = make_golden.CONFIG["num_attention_heads"]
+        uniform = mode == pb.ABLATION_MODE_UNIFORM
+
+        def scores(ablated):
+            """(correct, loss_sum) of the reference with `ablated` heads set
+            to 0, in the sweep's mode."""
+            values = [1.0] * (layers * heads)
+            for h in ablated:
+                values[h.layer * heads + h.head] = 0.0
+            correct, loss = 0, 0.0
+            for i, (a, b) in enumerate(TEXTS):
+                logits = self.reference(a, b, values, uniform)[0]
+                correct += int(np.argmax(logits)) == i % 3
+                loss -= torch.log_softmax(torch.tensor(logits), 0)[i % 3].item()
+            return correct, loss
+
         # The baseline matches the reference's accuracy.
-        correct = sum(int(np.argmax(self.reference(a, b)[0])) == i % 3
-                      for i, (a, b) in enumerate(TEXTS))
         baseline = [e.baseline for e in events if e.WhichOneof("event") == "baseline"][0]
-        self.assertEqual(baseline.correct, correct)
+        base_correct, base_loss = scores([])
+        self.assertEqual(baseline.correct, base_correct)
+        self.assertAlmostEqual(baseline.loss_sum, base_loss, delta=1e-3)
+        # So does every masked result: its mask (read back from `ablated`)
+        # through the reference gives the same count, accuracy and loss.
+        results = [e.result for e in events if e.WhichOneof("event") == "result"]
+        changed_correct = 0
+        for r in results:
+            with self.subTest(mask=r.mask_id):
+                # A whole layer, or layers 0-1 but one head.
+                self.assertEqual(len(r.ablated),
+                                 7 if r.mask_id.startswith("keep") else 4)
+                correct, loss = scores(r.ablated)
+                self.assertEqual(r.correct, correct)
+                self.assertAlmostEqual(r.accuracy, correct / len(TEXTS), places=9)
+                self.assertAlmostEqual(r.accuracy_delta,
+                                       (correct - base_correct) / len(TEXTS),
+                                       places=9)
+                self.assertAlmostEqual(r.loss_sum, loss, delta=1e-3)
+                # Each mask moves the loss far beyond that tolerance (by at
+                # least 0.76 here), so an unmasked or wrongly masked result
+                # cannot match.
+                self.assertGreater(abs(loss - base_loss), 0.5)
+                changed_correct += correct != base_correct
+        # And some change the accuracy (layer masks, in both modes).
+        self.assertGreaterEqual(changed_correct, 2)
 
     def test_bad_input_status(self):
         request = pb.ClassifyRequest(inputs=[pb.TextInput(text_a="x")])
