@@ -14,6 +14,70 @@
 
 namespace bertology {
 namespace client {
+namespace {
+
+// A token classifier's predictions: one line per word (its first piece, as
+// HF's token-classification examples score), or every piece in --json.
+// With word labels, the accuracy over the labelled words that survived
+// truncation.
+int PrintTokenPredictions(const Args& args, const LoadedData& data,
+                          const std::vector<v1::Prediction>& predictions) {
+  const bool json = args.Has("json");
+  if (!json) {
+    std::printf("index\tword\ttoken\tlabel\tprobabilities%s\n",
+                data.has_labels ? "\tgold" : "");
+  }
+  int correct = 0, scored = 0;
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < predictions.size(); ++i) {
+    const v1::Prediction& p = predictions[i];
+    const auto& gold = data.examples[i].word_labels();
+    // A truncated pair renumbers text_b's words after text_a's kept ones,
+    // so its word indices no longer index the file's labels: not scored.
+    const bool scorable =
+        !(p.truncated() && !data.examples[i].input().text_b().empty());
+    nlohmann::json tokens = nlohmann::json::array();
+    for (const v1::TokenPrediction& t : p.tokens()) {
+      const int word_gold =
+          scorable && t.first_piece() && t.word_index() < gold.size()
+              ? gold[t.word_index()]
+              : -1;
+      if (word_gold >= 0) {
+        ++scored;
+        correct += t.label() == word_gold ? 1 : 0;
+      }
+      if (json) {
+        tokens.push_back(
+            {{"token_index", t.token_index()},
+             {"text", t.text()},
+             {"word_index", t.word_index()},
+             {"first_piece", t.first_piece()},
+             {"label", t.label()},
+             {"label_name", t.label_name()},
+             {"probabilities", std::vector<float>(t.probabilities().begin(),
+                                                  t.probabilities().end())}});
+      } else if (t.first_piece()) {
+        std::printf(
+            "%zu\t%d\t%s\t%s\t%s%s\n", i, t.word_index(), t.text().c_str(),
+            t.label_name().c_str(),
+            absl::StrJoin(t.probabilities(), ",").c_str(),
+            data.has_labels ? absl::StrCat("\t", word_gold).c_str() : "");
+      }
+    }
+    if (json) {
+      out.push_back(
+          {{"index", i}, {"truncated", p.truncated()}, {"tokens", tokens}});
+    }
+  }
+  if (json) std::printf("%s\n", out.dump(2).c_str());
+  if (data.has_labels && scored > 0) {
+    std::fprintf(stderr, "word accuracy %d/%d = %.6f\n", correct, scored,
+                 static_cast<double>(correct) / scored);
+  }
+  return kExitOk;
+}
+
+}  // namespace
 
 int RunClassify(const Argv& argv) {
   std::vector<FlagSpec> flags = ConnectionFlags();
@@ -42,9 +106,13 @@ int RunClassify(const Argv& argv) {
   if (!info.ok()) return Fail("classify", kExitRpc, info.status());
   const std::vector<std::string> labels(info->model.label_names().begin(),
                                         info->model.label_names().end());
+  const bool per_token =
+      info->model.head() == v1::MODEL_HEAD_TOKEN_CLASSIFICATION;
   LoadedData data;
   if (args.Has("data")) {
-    auto loaded = LoadLabeledData(args, labels, /*require_labels=*/false);
+    auto loaded =
+        LoadLabeledData(args, labels, /*require_labels=*/false,
+                        per_token ? LabelKind::kPerWord : LabelKind::kSequence);
     if (!loaded.ok()) {
       return Fail(
           "classify",
@@ -88,6 +156,7 @@ int RunClassify(const Argv& argv) {
       predictions.push_back(p);
     }
   }
+  if (per_token) return PrintTokenPredictions(args, data, predictions);
   int correct = 0;
   nlohmann::json out = nlohmann::json::array();
   if (!args.Has("json")) {

@@ -90,9 +90,36 @@ absl::StatusOr<int> MapLabel(const std::string& label,
                    label_names.size(), "; pass --label-map"));
 }
 
+namespace {
+
+// "O B-PER -" -> word labels (-1 for "-").
+absl::StatusOr<std::vector<int>> MapWordLabels(
+    const std::string& labels, const std::map<std::string, int>& label_map,
+    const std::vector<std::string>& label_names) {
+  std::vector<int> out;
+  for (absl::string_view word :
+       absl::StrSplit(labels, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+    if (word == "-") {
+      out.push_back(-1);
+      continue;
+    }
+    absl::StatusOr<int> label =
+        MapLabel(std::string(word), label_map, label_names);
+    if (!label.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("word ", out.size(), ": ", label.status().message()));
+    }
+    out.push_back(*label);
+  }
+  if (out.empty()) return absl::InvalidArgumentError("no word labels");
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<LoadedData> LoadLabeledData(
     const Args& args, const std::vector<std::string>& label_names,
-    bool require_labels) {
+    bool require_labels, LabelKind kind) {
   const std::string path = args.Get("data");
   if (path.empty()) return absl::InvalidArgumentError("--data is required");
   PairDatasetOptions o;
@@ -140,7 +167,15 @@ absl::StatusOr<LoadedData> LoadLabeledData(
     v1::LabeledExample e;
     e.mutable_input()->set_text_a(std::move(row.text_a));
     e.mutable_input()->set_text_b(std::move(row.text_b));
-    if (data.has_labels) {
+    if (data.has_labels && kind == LabelKind::kPerWord) {
+      absl::StatusOr<std::vector<int>> labels =
+          MapWordLabels(row.label, *label_map, label_names);
+      if (!labels.ok()) {
+        return absl::DataLossError(
+            absl::StrCat(path, ":", row.line, ": ", labels.status().message()));
+      }
+      e.mutable_word_labels()->Add(labels->begin(), labels->end());
+    } else if (data.has_labels) {
       absl::StatusOr<int> label = MapLabel(row.label, *label_map, label_names);
       if (!label.ok()) {
         return absl::DataLossError(

@@ -35,12 +35,21 @@ struct LoadedData {
   bool has_labels = false;
 };
 
+// What the --label column holds.
+enum class LabelKind {
+  kSequence,  // one label per row (a sequence classifier)
+  // One label per word, separated by spaces ("O B-PER I-PER O"), each
+  // mapped as MapLabel does; "-" for a word not scored. For a token
+  // classifier: LabeledExample.word_labels.
+  kPerWord,
+};
+
 // Reads --data with the column flags. `require_labels`: a missing --label
 // column is an error. Errors (DATA_LOSS / INVALID_ARGUMENT) name the file
 // and line.
 absl::StatusOr<LoadedData> LoadLabeledData(
     const Args& args, const std::vector<std::string>& label_names,
-    bool require_labels);
+    bool require_labels, LabelKind kind = LabelKind::kSequence);
 
 }  // namespace client
 }  // namespace bertology

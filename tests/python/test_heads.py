@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -287,6 +288,71 @@ class HeadsTest(unittest.TestCase):
         self.assertGreater(abs(results["mask-0"].loss_sum - baseline.loss_sum), 1e-2)
         layer0 = results["layer-0"]
         self.assertEqual(layer0.scored, baseline.scored)
+
+    def test_token_classifier_through_the_cli(self):
+        """`bertology classify` and `bertology sweep` on a TSV whose label
+        column holds word labels, against the server's own RPC answers."""
+        name = "tokcls-st"
+        rows = [("the cat sat on the mat", "O B-PER - O O B-LOC"),
+                ("this was not what they said", "I-PER O O B-LOC O -")]
+        data = os.path.join(self.tmp, "words.tsv")
+        with open(data, "w") as f:
+            f.write("text\tlabels\n")
+            for text, labels in rows:
+                f.write("%s\t%s\n" % (text, labels))
+        cli = [os.path.join(BIN_DIR, "bertology"),
+               "--target=127.0.0.1:%d" % self.server.port, "--model=" + name]
+        out = subprocess.run(
+            cli[:1] + ["classify"] + cli[1:] + [
+                "--data=" + data, "--text-a=text", "--text-b=", "--label=labels",
+                "--json"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        printed = json.loads(out.stdout)
+        direct = self.stub.Classify(pb.ClassifyRequest(
+            model=name, inputs=[pb.TextInput(text_a=t) for t, _ in rows]))
+        self.assertEqual(len(printed), len(rows))
+        for p, want in zip(printed, direct.predictions):
+            self.assertEqual([t["label_name"] for t in p["tokens"]],
+                             [t.label_name for t in want.tokens])
+        self.assertIn("word accuracy", out.stderr)
+
+        out_dir = os.path.join(self.tmp, "cli-sweep")
+        out = subprocess.run(
+            cli[:1] + ["sweep"] + cli[1:] + [
+                "--data=" + data, "--text-a=text", "--text-b=", "--label=labels",
+                "--layers", "--quiet", "--out-dir=" + out_dir],
+            capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(os.path.join(out_dir, "sweep_results.json")) as f:
+            swept = json.load(f)
+        index = {n: i for i, n in enumerate(heads.TOKEN_LABELS)}
+        request = pb.SweepAblationRequest(model=name, examples=[
+            pb.LabeledExample(input=pb.TextInput(text_a=t), word_labels=[
+                -1 if w == "-" else index[w] for w in labels.split()])
+            for t, labels in rows])
+        request.masks.add().all_layers.SetInParent()
+        events = list(self.stub.SweepAblation(request))
+        base = [e.baseline for e in events if e.HasField("baseline")][0]
+        results = {e.result.mask_id: e.result for e in events if e.HasField("result")}
+        self.assertEqual(base.scored, 10)  # 12 words, 2 marked "-"
+        self.assertEqual(swept["baseline"]["scored"], base.scored)
+        self.assertAlmostEqual(swept["baseline"]["accuracy"], base.accuracy, places=12)
+        for m in swept["masks"]:
+            want = results[m["mask_id"]]
+            self.assertEqual((m["correct"], m["scored"]), (want.correct, want.scored))
+            self.assertAlmostEqual(m["accuracy"], want.accuracy, places=12)
+
+    def test_tokenizer_config_reaches_the_server(self):
+        """tokenizer_config.json through Model::Load: special tokens written
+        in the text stay whole (HF's split on added tokens), lower-casing
+        applies to the rest."""
+        tokens = self.stub.Tokenize(pb.TokenizeRequest(
+            model="base-st", text_a="The [MASK] sat")).tokens
+        texts = [t.text for t in tokens]
+        self.assertIn("[MASK]", texts)
+        self.assertEqual(tokens[texts.index("[MASK]")].id,
+                         make_golden.vocab_tokens().index("[MASK]"))
+        self.assertEqual(texts[1], "the")
 
     def test_token_sweep_refuses_wrong_word_label_count(self):
         request = pb.SweepAblationRequest(model="tokcls-st", examples=[

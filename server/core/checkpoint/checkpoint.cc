@@ -4,16 +4,15 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "nlohmann/json.hpp"
 #include "server/core/checkpoint/bert_head.h"
 #include "server/core/status_macros.h"
+#include "server/core/tokenizer/tokenizer_config.h"
 
 namespace bertology {
 namespace {
@@ -78,23 +77,6 @@ std::vector<std::pair<std::string, Shape>> RequiredShapes(const BertConfig& c) {
   return req;
 }
 
-absl::StatusOr<bool> ReadDoLowerCase(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return true;  // optional file: BERT's default is uncased
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const auto j = nlohmann::json::parse(buf.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(path + ": not a JSON object");
-  }
-  auto it = j.find("do_lower_case");
-  if (it == j.end()) return true;
-  if (!it->is_boolean()) {
-    return absl::InvalidArgumentError(path + ": do_lower_case must be a bool");
-  }
-  return it->get<bool>();
-}
-
 // The tokenizer library validates vocab.txt fully; this only refuses a
 // directory whose vocab could never start a BERT input.
 absl::Status CheckVocab(const std::string& path) {
@@ -154,8 +136,9 @@ absl::StatusOr<Checkpoint> Checkpoint::Load(const std::string& dir) {
         absl::StrCat(ckpt.weights_file, ": weights dtype ", ckpt.weights_dtype,
                      " is not F32, F16 or BF16"));
   }
-  ASSIGN_OR_RETURN(ckpt.do_lower_case,
-                   ReadDoLowerCase((root / "tokenizer_config.json").string()));
+  ASSIGN_OR_RETURN(
+      ckpt.tokenizer,
+      ReadTokenizerConfig((root / "tokenizer_config.json").string()));
   ckpt.vocab_file = (root / "vocab.txt").string();
   RETURN_IF_ERROR(CheckVocab(ckpt.vocab_file));
   return ckpt;

@@ -8,6 +8,7 @@
 #include "server/core/checkpoint/bert_config.h"
 #include "server/core/checkpoint/bert_head.h"
 #include "server/core/checkpoint/state_dict.h"
+#include "server/core/tokenizer/tokenizer.h"
 
 namespace bertology {
 
@@ -22,13 +23,15 @@ struct Checkpoint {
   std::string weights_file;   // path of the file the weights came from
   std::string weights_dtype;  // "F32", "F16" or "BF16" (the file's dtype)
   std::string vocab_file;     // path to vocab.txt
-  bool do_lower_case = true;  // from tokenizer_config.json, default true
+  // From tokenizer_config.json (HF's defaults when it is absent).
+  TokenizerOptions tokenizer;
   // The head (from config.json's architectures, or the keys) and the keys
   // it leaves unused. The keys it needs are present with their shapes.
   BertHead head;
 
   // Reads config.json, model.safetensors (preferred) or pytorch_model.bin,
-  // tokenizer_config.json (optional) and checks vocab.txt exists. Errors
+  // tokenizer_config.json (optional; tokenizer_config.h) and checks
+  // vocab.txt exists. Errors
   // name the file and the fault.
   static absl::StatusOr<Checkpoint> Load(const std::string& dir);
 };

@@ -96,7 +96,7 @@ TEST_F(CheckpointTest, LoadsGoodDirectory) {
   EXPECT_EQ(c->weights_dtype, "F32");
   EXPECT_EQ(c->weights_file, dir_ + "/model.safetensors");
   EXPECT_EQ(c->vocab_file, dir_ + "/vocab.txt");
-  EXPECT_TRUE(c->do_lower_case);
+  EXPECT_TRUE(c->tokenizer.do_lower_case);
   EXPECT_EQ(c->config.id2label, (std::vector<std::string>{"no", "yes"}));
   EXPECT_EQ(c->weights.count("bert.embeddings.position_ids"), 0u);
 }
@@ -165,7 +165,7 @@ TEST_F(CheckpointTest, TokenizerConfigCased) {
   Write("tokenizer_config.json", R"({"do_lower_case": false})");
   auto c = Checkpoint::Load(dir_);
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_FALSE(c->do_lower_case);
+  EXPECT_FALSE(c->tokenizer.do_lower_case);
 }
 
 TEST_F(CheckpointTest, MissingDirectory) {
@@ -348,7 +348,7 @@ TEST(CheckpointSharedTest, TinyBertWithoutClassifier) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->head.kind, HeadKind::kEncoder);
   EXPECT_EQ(c->weights_dtype, "F32");
-  EXPECT_FALSE(c->do_lower_case);
+  EXPECT_FALSE(c->tokenizer.do_lower_case);
   EXPECT_EQ(c->config.num_hidden_layers, 2);
   EXPECT_TRUE(c->config.id2label.empty());
   EXPECT_EQ(c->weights.count("bert.encoder.layer.1.output.dense.weight"), 1u);

@@ -114,10 +114,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
   model->identity_ =
       Identity(checkpoint.weights_file, dtype.second, model->max_seq_len_);
 
-  TokenizerOptions tokenizer_options;
-  tokenizer_options.do_lower_case = checkpoint.do_lower_case;
   model->tokenizer_ =
-      std::make_unique<Tokenizer>(std::move(vocab), tokenizer_options);
+      std::make_unique<Tokenizer>(std::move(vocab), checkpoint.tokenizer);
 
   try {
     auto module = std::make_shared<BertForSequenceClassificationImpl>(
