@@ -38,6 +38,8 @@ SOURCE_DIR = os.environ.get(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
+from bertology_client import Client  # noqa: E402
 import make_golden  # noqa: E402  (the reference BERT)
 import make_head_checkpoints as heads  # noqa: E402  (the writer)
 from live_server import LiveServer  # noqa: E402
@@ -341,6 +343,24 @@ class HeadsTest(unittest.TestCase):
             want = results[m["mask_id"]]
             self.assertEqual((m["correct"], m["scored"]), (want.correct, want.scored))
             self.assertAlmostEqual(m["accuracy"], want.accuracy, places=12)
+
+    def test_python_client_on_a_token_classifier(self):
+        with Client("127.0.0.1:%d" % self.server.port, model="tokcls-bin") as c:
+            info = c.info()["models"]
+            m = [x for x in info if x["name"] == "tokcls-bin"][0]
+            self.assertEqual(m["head"], "token_classification")
+            r = c.classify([a for a, _ in TEXTS[:1]], mask=np.array(MASK).reshape(LAYERS, HEADS))
+            self.assertIsNotNone(r.tokens)
+            tokens = self.encode("tokcls-bin", TEXTS[0][0], "")
+            x, _ = self.reference("tokcls-bin", tokens, MASK)
+            want = self.logits("tokcls-bin", x)
+            np.testing.assert_allclose(r.tokens[0]["logits"], want, atol=1e-5, rtol=2e-6)
+            np.testing.assert_array_equal(r.tokens[0]["labels"], want.argmax(1))
+            words = max(t.word_index for t in tokens) + 1
+            results = c.sweep_results([(TEXTS[0][0], [1] * words)],
+                                      [{"generator": "layers"}])
+            self.assertEqual(results["baseline"]["scored"], words)
+            self.assertEqual(results["results"][0]["scored"], words)
 
     def test_tokenizer_config_reaches_the_server(self):
         """tokenizer_config.json through Model::Load: special tokens written

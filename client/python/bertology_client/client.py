@@ -33,11 +33,15 @@ _ENCODING = {
     "float16": pb.ATTENTION_ENCODING_FLOAT16,
 }
 
-# Scores of a Classify call, one row per input.
+# Scores of a Classify call, one row per input. A token classifier fills
+# `tokens` instead of the per-input scores: per input, a dict of "logits"
+# and "probabilities" ([T, C] float32), "labels" ([T] int), "label_names",
+# "word_index" ([T] int, -1 for special tokens), "first_piece" ([T] bool)
+# and "text" (the word pieces); the per-input arrays are then [N, 0].
 ClassifyResult = collections.namedtuple(
     "ClassifyResult",
     ["logits", "probabilities", "labels", "label_names", "truncated",
-     "num_tokens"])
+     "num_tokens", "tokens"])
 
 # One streamed sweep event: kind is "plan", "progress", "baseline" or
 # "result"; data is a dict (see _mask_result_dict for results).
@@ -137,11 +141,29 @@ def _token_dict(t):
 def _mask_result_dict(r):
     return {"mask_index": r.mask_index, "mask_id": r.mask_id, "spec": r.spec,
             "ablated": [(h.layer, h.head) for h in r.ablated],
-            "examples": r.examples, "correct": r.correct,
+            "examples": r.examples, "scored": r.scored, "correct": r.correct,
             "loss_sum": r.loss_sum, "accuracy": r.accuracy,
             "accuracy_delta": r.accuracy_delta,
-            "relative_change_percent": r.relative_change_percent,
+            # None when the baseline accuracy is 0 (no ratio exists).
+            "relative_change_percent": (
+                r.relative_change_percent
+                if r.HasField("relative_change_percent") else None),
             "mean_loss_delta": r.mean_loss_delta}
+
+
+def _token_predictions(p):
+    """A token classifier's Prediction as arrays (see ClassifyResult)."""
+    t = p.tokens
+    c = len(t[0].logits) if t else 0
+    return {"logits": np.array([list(x.logits) for x in t],
+                               dtype=np.float32).reshape(len(t), c),
+            "probabilities": np.array([list(x.probabilities) for x in t],
+                                      dtype=np.float32).reshape(len(t), c),
+            "labels": np.array([x.label for x in t], dtype=np.int64),
+            "label_names": [x.label_name for x in t],
+            "word_index": np.array([x.word_index for x in t], dtype=np.int64),
+            "first_piece": np.array([x.first_piece for x in t], dtype=bool),
+            "text": [x.text for x in t]}
 
 
 def _mask_spec(spec, index):
@@ -220,7 +242,10 @@ class Client:
                    "label_names": list(m.label_names),
                    "vocab_size": m.vocab_size, "dtype": m.dtype,
                    "device": m.device, "has_classifier": m.has_classifier,
-                   "architecture": m.architecture} for m in r.models]
+                   "architecture": m.architecture,
+                   "head": pb.ModelHead.Name(m.head)[len("MODEL_HEAD_"):].lower(),
+                   "served_rpcs": list(m.served_rpcs),
+                   "identity": m.identity} for m in r.models]
         limits = {f.name: getattr(r.limits, f.name)
                   for f in r.limits.DESCRIPTOR.fields}
         return {"models": models, "limits": limits}
@@ -253,7 +278,9 @@ class Client:
             labels=np.array([x.label for x in p], dtype=np.int64),
             label_names=[x.label_name for x in p],
             truncated=np.array([x.truncated for x in p], dtype=bool),
-            num_tokens=np.array([x.num_tokens for x in p], dtype=np.int64))
+            num_tokens=np.array([x.num_tokens for x in p], dtype=np.int64),
+            tokens=[_token_predictions(x) for x in p] if any(
+                x.tokens for x in p) else None)
 
     def attention(self, text_a, text_b="", layers=None, heads=None, mask=None,
                   mode=None, granularity="token", encoding="float32",
@@ -304,7 +331,8 @@ class Client:
     def sweep(self, examples, masks, mode=None, max_batch_rows=0, model=None,
               timeout=None):
         """Streams a sweep. `examples`: (text_a, text_b, label) triples or
-        (text, label) pairs; `masks`: a list of masks (any accepted form,
+        (text, label) pairs, where label is a class index, or for a token
+        classifier a list of word labels (-1: not scored); `masks`: a list of masks (any accepted form,
         dicts may carry "id") or generator dicts ({"generator":
         "single_heads"}, {"generator": "layers"}, {"generator": "random",
         "fraction": .1, "repeats": 5, "seed": 1, "layer_begin": 0,
@@ -318,9 +346,13 @@ class Client:
                 continue
             *texts, label = ex
             a, b = (texts + [""])[:2]
-            req.examples.append(pb.LabeledExample(
-                input=pb.TextInput(text_a=a, text_b=b or ""),
-                label=int(label)))
+            example = pb.LabeledExample(
+                input=pb.TextInput(text_a=a, text_b=b or ""))
+            if isinstance(label, (list, tuple, np.ndarray)):
+                example.word_labels.extend(int(x) for x in label)
+            else:
+                example.label = int(label)
+            req.examples.append(example)
         req.masks.extend(_mask_spec(m, i) for i, m in enumerate(masks))
         req.options.max_batch_rows = max_batch_rows
         stream = self._stub.SweepAblation(req, timeout=timeout or
