@@ -77,9 +77,15 @@ def findings(sweep):
     layers = [r for r in res if r["mask_id"].startswith("layer-")]
     rand = [r for r in res if r["mask_id"].startswith("random-")]
     out = {"baseline_accuracy": sweep["baseline"]["accuracy"]}
+    # relative_change_percent is None (JSON null) at a zero baseline: no
+    # ratio exists, so those masks are left out of every change figure.
+    num_single = len(single)
+    single = [r for r in single if r["relative_change_percent"] is not None]
+    layers = [r for r in layers if r["relative_change_percent"] is not None]
+    rand = [r for r in rand if r["relative_change_percent"] is not None]
     ch = sorted(single, key=lambda r: r["relative_change_percent"])
     out["single_heads"] = {
-        "masks": len(single),
+        "masks": num_single,
         "changed_over_1pct": sum(abs(r["relative_change_percent"]) > 1 for r in single),
         "unchanged": sum(r["correct"] == sweep["baseline"]["correct"] for r in single),
         "most_harmful": [(r["mask_id"], round(r["relative_change_percent"], 2)) for r in ch[:5]],
@@ -88,12 +94,15 @@ def findings(sweep):
     out["layers"] = [(r["mask_id"], round(r["relative_change_percent"], 2)) for r in layers]
     groups = {}
     for r in rand:
-        # ids: random-0.30-L0-6-r2 (layer range) or random-0.30-r2
-        parts = r["mask_id"].split("-")
-        frac = parts[1]
-        rng = "-".join(parts[2:4]) if parts[2].startswith("L") else "all"
-        groups.setdefault((rng, frac), []).append(r["relative_change_percent"])
-    out["random"] = [{"layers": k[0], "fraction": float(k[1]),
+        # ids: random-L{begin}-{end}-k{heads}-s{seed}-r{repeat}
+        _, begin, end, k = r["mask_id"].split("-")[:4]
+        rng = f"{begin}-{end}"
+        n = (int(end) - int(begin[1:])) * sweep["num_heads"]
+        groups.setdefault((rng, int(k[1:]), n), []).append(
+            r["relative_change_percent"])
+    # The fraction actually masked (heads / heads in the range), not the
+    # requested one it was rounded from.
+    out["random"] = [{"layers": k[0], "heads": k[1], "fraction": round(k[1] / k[2], 3),
                       "mean_change_percent": round(statistics.mean(v), 2),
                       "min": round(min(v), 2), "max": round(max(v), 2), "repeats": len(v)}
                      for k, v in sorted(groups.items())]

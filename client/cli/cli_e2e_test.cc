@@ -172,7 +172,7 @@ TEST_F(CliE2eTest, SweepOutDirWritesReportsFiguresAndSummary) {
   const std::string csv = ReadFile(out / "sweep_results.csv");
   EXPECT_TRUE(Contains(csv, "head-L2H3")) << csv;
   EXPECT_TRUE(Contains(csv, "layer-1")) << csv;
-  EXPECT_TRUE(Contains(csv, "random-0.50-r1")) << csv;
+  EXPECT_TRUE(Contains(csv, "random-L0-3-k6-s1-r1")) << csv;
   nlohmann::json j =
       nlohmann::json::parse(ReadFile(out / "sweep_results.json"));
   EXPECT_EQ(j["num_layers"], 3);

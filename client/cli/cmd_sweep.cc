@@ -279,6 +279,7 @@ std::optional<StepError> PlanJob(const Args& args, ShardExecutor* executor,
 
   SweepJob& job = setup->job;
   job.model = args.Get("model");
+  job.model_identity = model.identity();
   job.mode = setup->mode;
   job.max_batch_rows = setup->batch_rows;
   job.examples = std::move(data->examples);

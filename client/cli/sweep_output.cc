@@ -1,5 +1,7 @@
 #include "client/cli/sweep_output.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -22,16 +24,21 @@ std::string CsvField(const std::string& s) {
   return absl::StrCat("\"", absl::StrReplaceAll(s, {{"\"", "\"\""}}), "\"");
 }
 
+// An empty field when there is no relative change (a zero baseline).
+std::string RelativeChange(const MergedMask& m) {
+  return m.relative_change_percent.has_value()
+             ? absl::StrFormat("%.10g", *m.relative_change_percent)
+             : "";
+}
+
 void CsvRow(const MergedMask& m, std::string* out) {
   const MaskCounts& c = m.counts;
   absl::StrAppend(
-      out,
-      absl::StrFormat("%d,%s,%s,%s,%d,%d,%.10g,%.10g,%.10g,%.10g,"
-                      "%.10g\n",
-                      c.mask_index, CsvField(c.mask_id), CsvField(c.spec),
-                      CsvField(Ablated(c)), c.examples, c.correct, m.accuracy,
-                      m.accuracy_delta, m.relative_change_percent, c.loss_sum,
-                      m.mean_loss_delta));
+      out, absl::StrFormat("%d,%s,%s,%s,%d,%d,%.10g,%.10g,%s,%.10g,%.10g\n",
+                           c.mask_index, CsvField(c.mask_id), CsvField(c.spec),
+                           CsvField(Ablated(c)), c.examples, c.correct,
+                           m.accuracy, m.accuracy_delta, RelativeChange(m),
+                           c.loss_sum, m.mean_loss_delta));
 }
 
 nlohmann::json MaskJson(const MergedMask& m) {
@@ -47,7 +54,10 @@ nlohmann::json MaskJson(const MergedMask& m) {
           {"loss_sum", c.loss_sum},
           {"accuracy", m.accuracy},
           {"accuracy_delta", m.accuracy_delta},
-          {"relative_change_percent", m.relative_change_percent},
+          {"relative_change_percent",
+           m.relative_change_percent.has_value()
+               ? nlohmann::json(*m.relative_change_percent)
+               : nlohmann::json(nullptr)},
           {"mean_loss_delta", m.mean_loss_delta}};
 }
 
@@ -62,7 +72,8 @@ render::MaskOutcome ToOutcome(const MergedMask& m) {
   o.loss_sum = m.counts.loss_sum;
   o.accuracy = m.accuracy;
   o.accuracy_delta = m.accuracy_delta;
-  o.relative_change_percent = m.relative_change_percent;
+  o.relative_change_percent = m.relative_change_percent.value_or(NAN);
+  for (const auto& [l, h] : m.scaled) o.scaled.push_back({l, h});
   o.mean_loss_delta = m.mean_loss_delta;
   return o;
 }

@@ -13,16 +13,19 @@ namespace client {
 
 // Header: mask_index,mask_id,spec,ablated,examples,correct,accuracy,
 // accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta.
-// ablated is "L0H1 L2H3"; the baseline row has mask_index -1.
+// ablated is "L0H1 L2H3"; the baseline row has mask_index -1;
+// relative_change_percent is empty when the baseline accuracy is 0.
 std::string SweepCsv(const SweepSummary& summary);
 
 // {"model", "mode", "baseline": {...}, "masks": [{...}], "run": {shards,
-// retries, replicas}}; doubles round-trip exactly.
+// retries, replicas}}; doubles round-trip exactly; relative_change_percent
+// is null when the baseline accuracy is 0.
 std::string SweepJson(const SweepReport& run, const std::string& model,
                       const std::string& mode);
 
 // The same numbers (nothing recomputed) with the model's shape, so the
-// figures can place single heads and whole layers.
+// figures can place single heads and whole layers; no relative change is
+// NaN there.
 render::SweepResults ToSweepResults(const SweepSummary& summary,
                                     const std::string& model, int num_layers,
                                     int num_heads);

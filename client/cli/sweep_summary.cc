@@ -87,16 +87,23 @@ void SingleHeads(const render::SweepResults& sweep, std::string* out) {
       helpful.push_back(m);
     }
   }
-  int lower = 0, higher = 0;
+  // A head with no relative change (a zero baseline) is not one that
+  // "changes nothing".
+  int lower = 0, higher = 0, unknown = 0;
   for (const MaskOutcome* m : heads) {
     lower += m->relative_change_percent < 0 ? 1 : 0;
     higher += m->relative_change_percent > 0 ? 1 : 0;
+    unknown += std::isnan(m->relative_change_percent) ? 1 : 0;
   }
   absl::StrAppendFormat(out,
                         "\nSingle heads: %d masked one at a time; %d lower "
-                        "accuracy, %d raise it, %d change nothing\n",
+                        "accuracy, %d raise it, %d change nothing",
                         heads.size(), lower, higher,
-                        heads.size() - lower - higher);
+                        heads.size() - lower - higher - unknown);
+  if (unknown > 0) {
+    absl::StrAppendFormat(out, ", %d n/a (baseline accuracy 0)", unknown);
+  }
+  absl::StrAppend(out, "\n");
   HeadList("Most harmful single heads (accuracy falls):",
            "none: no single head lowers accuracy", harmful, out);
   HeadList("Most helpful single heads (accuracy rises):",
@@ -156,11 +163,15 @@ void OtherMasks(const render::SweepResults& sweep, std::string* out) {
     other.push_back(&m);
   }
   if (other.empty()) return;
-  absl::StrAppend(out, "\nOther masks:\n",
-                  "  mask                  heads masked  accuracy    change\n");
+  // Only zeroed heads count as masked; a dense mask's 0 < v < 1 heads are
+  // scaled, and said so.
+  absl::StrAppend(
+      out, "\nOther masks:\n",
+      "  mask                  heads masked  scaled  accuracy    change\n");
   for (const MaskOutcome* m : other) {
-    absl::StrAppendFormat(out, "  %-20s  %12d  %s  %s\n", m->mask_id,
-                          m->ablated.size(), Accuracy(m->accuracy),
+    absl::StrAppendFormat(out, "  %-20s  %12d  %6d  %s  %s\n", m->mask_id,
+                          render::NumZeroed(*m), m->scaled.size(),
+                          Accuracy(m->accuracy),
                           Change(m->relative_change_percent));
   }
 }

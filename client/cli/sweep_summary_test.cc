@@ -39,8 +39,8 @@ render::SweepResults Sweep() {
                Outcome("head-L1H1", {{1, 1}}, 4),
                Outcome("layer-0", {{0, 0}, {0, 1}}, 1),
                Outcome("layer-1", {{1, 0}, {1, 1}}, 5),
-               Outcome("random-0.50-r0", {{0, 1}, {1, 0}}, 4),
-               Outcome("random-0.50-r1", {{0, 0}, {1, 1}}, 2),
+               Outcome("random-L0-2-k2-s1-r0", {{0, 1}, {1, 0}}, 4),
+               Outcome("random-L0-2-k2-s1-r1", {{0, 0}, {1, 1}}, 2),
                Outcome("mask-8", {{0, 0}, {0, 1}, {1, 0}}, 3)};
   return s;
 }
@@ -78,6 +78,27 @@ TEST(SweepSummaryTable, ZeroBaselineIsNotANumber) {
   const std::string t = SweepSummaryTable(s, "zero");
   EXPECT_TRUE(Has(t, "n/a")) << t;
   EXPECT_TRUE(Has(t, "none: no single head lowers accuracy")) << t;
+  // No relative change is not "no change".
+  EXPECT_TRUE(Has(t, "0 change nothing, 4 n/a (baseline accuracy 0)")) << t;
+}
+
+TEST(SweepSummaryTable, AScaledHeadIsNotASingleHeadMasked) {
+  render::SweepResults s = Sweep();
+  // A dense mask: L0H1 at 0.5 (the server lists it among `ablated`).
+  render::MaskOutcome half = Outcome("half", {{0, 1}}, 5);
+  half.scaled = {{0, 1}};
+  // A dense mask zeroing L1H0 and scaling L1H1: not "layer 1 masked".
+  render::MaskOutcome mixed = Outcome("mixed", {{1, 0}, {1, 1}}, 5);
+  mixed.scaled = {{1, 1}};
+  s.results.push_back(half);
+  s.results.push_back(mixed);
+  const std::string t = SweepSummaryTable(s, "zero");
+  EXPECT_TRUE(Has(t, "Single heads: 4 masked one at a time")) << t;
+  // Listed with the other masks: nothing zeroed and one head scaled, one
+  // zeroed and one scaled.
+  EXPECT_TRUE(Has(t, "half                             0       1")) << t;
+  EXPECT_TRUE(Has(t, "mixed                            1       1")) << t;
+  EXPECT_TRUE(Has(t, "mask-8                           3       0")) << t;
 }
 
 }  // namespace

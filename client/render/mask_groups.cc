@@ -14,7 +14,7 @@
 namespace bertology::render {
 namespace {
 
-// Parses the "-L{b}-{e}" part of a "random-{fraction}-L{b}-{e}-r{n}" id.
+// Parses the "-L{b}-{e}" part of a "random-L{b}-{e}-k{k}-s{seed}-r{n}" id.
 // Returns false when there is none (a mask over all layers).
 bool ParseRange(absl::string_view id, int* begin, int* end) {
   const size_t at = id.find("-L");
@@ -26,9 +26,13 @@ bool ParseRange(absl::string_view id, int* begin, int* end) {
 
 }  // namespace
 
+int NumZeroed(const MaskOutcome& r) {
+  return static_cast<int>(r.ablated.size() - r.scaled.size());
+}
+
 bool IsSingleHead(const MaskOutcome& r, int layers, int heads,
                   HeadIndex* head) {
-  if (r.ablated.size() != 1) return false;
+  if (r.ablated.size() != 1 || !r.scaled.empty()) return false;
   const HeadIndex& h = r.ablated[0];
   if (h.layer < 0 || h.layer >= layers || h.head < 0 || h.head >= heads) {
     return false;
@@ -38,7 +42,8 @@ bool IsSingleHead(const MaskOutcome& r, int layers, int heads,
 }
 
 bool IsWholeLayer(const MaskOutcome& r, int layers, int heads, int* layer) {
-  if (heads < 1 || r.ablated.size() != static_cast<size_t>(heads)) {
+  if (heads < 1 || r.ablated.size() != static_cast<size_t>(heads) ||
+      !r.scaled.empty()) {
     return false;
   }
   // A single-head layer would make every single-head mask a layer mask too;

@@ -10,13 +10,17 @@
 
 namespace bertology::render {
 
-// True when `r` ablates exactly one head, inside [0, layers) x [0, heads);
-// sets *head.
+// True when `r` zeroes exactly one head, inside [0, layers) x [0, heads),
+// and changes no other; sets *head. A head scaled by 0.5 is not "a single
+// head masked".
 bool IsSingleHead(const MaskOutcome& r, int layers, int heads, HeadIndex* head);
 
-// True when `r` ablates exactly the `heads` distinct heads of one layer in
-// range; sets *layer.
+// True when `r` zeroes exactly the `heads` distinct heads of one layer in
+// range and scales none; sets *layer.
 bool IsWholeLayer(const MaskOutcome& r, int layers, int heads, int* layer);
+
+// The heads `r` zeroes: `ablated` without the scaled ones.
+int NumZeroed(const MaskOutcome& r);
 
 // One x position of a random-mask series: all repeats that ablate the same
 // number of heads.
@@ -38,7 +42,7 @@ struct FractionSeries {
 };
 
 // Groups masks whose id starts with "random-" by the layer range in their id
-// (the server's "random-0.10-L0-6-r3"; no "-L" part means all layers), and
+// (the server's "random-L0-6-k7-s1-r3"; no "-L" part means all layers), and
 // within a range by the number of ablated heads. Series are ordered by
 // layer_begin, then layer_end. NaN accuracies are skipped.
 std::vector<FractionSeries> RandomSeries(const SweepResults& sweep);

@@ -20,15 +20,20 @@ struct HeadIndex {
 // One scored mask (or the unmasked baseline).
 struct MaskOutcome {
   int mask_index = 0;   // position in the expanded list; -1: baseline
-  std::string mask_id;  // e.g. "head-L3H7", "layer-8", "random-0.10-r2"
+  std::string mask_id;  // e.g. "head-L3H7", "layer-8", "random-L0-12-k14-s7-r2"
   std::string spec;     // human description from the server
   std::vector<HeadIndex> ablated;  // heads with mask value != 1
+  // Of those, the heads scaled by 0 < value < 1 rather than zeroed (a
+  // dense mask's): such a mask masks no head, it scales them.
+  std::vector<HeadIndex> scaled;
   int64_t examples = 0;
   int64_t correct = 0;
   double loss_sum = 0.0;
-  double accuracy = 0.0;                 // in [0, 1]
-  double accuracy_delta = 0.0;           // accuracy - baseline accuracy
-  double relative_change_percent = 0.0;  // (accuracy / baseline - 1) * 100
+  double accuracy = 0.0;        // in [0, 1]
+  double accuracy_delta = 0.0;  // accuracy - baseline accuracy
+  // (accuracy / baseline - 1) * 100; NaN when the baseline accuracy is 0
+  // (no ratio exists; 0 would read as "no change").
+  double relative_change_percent = 0.0;
   double mean_loss_delta = 0.0;
 };
 

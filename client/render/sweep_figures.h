@@ -33,7 +33,7 @@ std::string HeadHeatmapSvg(const SweepResults& sweep);
 std::string LayerBarsSvg(const SweepResults& sweep);
 
 // (c) Masks with id prefix "random-", one series per layer range named in
-// the id (the server's "random-0.10-L0-6-r3" is "layers 0-5"; no "-L" part
+// the id (the server's "random-L0-6-k7-s1-r3" is "layers 0-5"; no "-L" part
 // is "all layers"), see RandomSeries in mask_groups.h. x = ablated heads /
 // heads in the range, y = accuracy; repeats at equal x are drawn as their
 // mean with a min-max bar. Each series starts at the baseline (x = 0).

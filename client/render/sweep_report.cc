@@ -28,8 +28,10 @@ std::string CsvField(const std::string& s) {
   return out;
 }
 
+// NaN is "no value" here (a relative change at a zero baseline): an empty
+// field, which spreadsheets and pandas read as missing.
 std::string CsvNumber(double v) {
-  if (std::isnan(v)) return "nan";
+  if (std::isnan(v)) return "";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return absl::StrFormat("%.17g", v);
 }

@@ -18,7 +18,8 @@ namespace bertology::render {
 // accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta
 // `ablated` is "L0H1;L3H2". Results are sorted by mask_index; the baseline
 // row (mask_index -1) comes first. Doubles use 17 significant digits so the
-// file round-trips; NaN is written as "nan".
+// file round-trips; NaN (no value, e.g. the relative change at a zero
+// baseline) is an empty field.
 std::string SweepResultsCsv(const SweepResults& sweep);
 
 // JSON object {"model", "num_layers", "num_heads", "baseline": {...},

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,38 @@ void AddGenerated(const std::vector<SweepMask>& masks,
   }
 }
 
+// The heads a dense mask scales (0 < value < 1), layer-major; none for a
+// mask of the wrong size (the server refuses it).
+std::vector<std::pair<int, int>> ScaledHeads(const v1::HeadMask& mask,
+                                             int layers, int heads) {
+  std::vector<std::pair<int, int>> scaled;
+  const auto& values = mask.dense().values();
+  if (!mask.has_dense() || values.size() != layers * heads) return scaled;
+  for (int i = 0; i < values.size(); ++i) {
+    if (values[i] > 0.0f && values[i] < 1.0f) {
+      scaled.push_back({i / heads, i % heads});
+    }
+  }
+  return scaled;
+}
+
+// The keep-only generator's checks (the server's, with its field names), so
+// a bad spec fails before any shard is sent.
+absl::Status CheckKeepOnly(const v1::MaskSpec::KeepOnly& k, int i,
+                           const MaskPlanOptions& o) {
+  std::vector<LayerHead> keep;
+  for (const v1::LayerHead& lh : k.keep()) {
+    keep.push_back({lh.layer(), lh.head()});
+  }
+  absl::StatusOr<SweepMask> mask =
+      KeepOnlyMask(o.layers, o.heads, k.layer_begin(),
+                   k.layer_end() == 0 ? o.layers : k.layer_end(), keep, k.id(),
+                   CoreMode(o.mode));
+  if (mask.ok()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("masks[", i, "].keep_only.", mask.status().message()));
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<PlannedMask>> PlanMasks(
@@ -49,8 +82,10 @@ absl::StatusOr<std::vector<PlannedMask>> PlanMasks(
   }
   if (specs.empty()) return absl::InvalidArgumentError("no masks to sweep");
   std::vector<PlannedMask> out;
+  MaskIdSet ids;
   for (int i = 0; i < static_cast<int>(specs.size()); ++i) {
     const v1::MaskSpec& spec = specs[i];
+    const size_t first = out.size();
     switch (spec.spec_case()) {
       case v1::MaskSpec::kExplicitMask: {
         PlannedMask m;
@@ -59,10 +94,13 @@ absl::StatusOr<std::vector<PlannedMask>> PlanMasks(
           m.wire.mutable_explicit_mask()->set_id(absl::StrCat("mask-", i));
         }
         m.id = m.wire.explicit_mask().id();
+        m.scaled = ScaledHeads(spec.explicit_mask().mask(), o.layers, o.heads);
         out.push_back(std::move(m));
         break;
       }
       case v1::MaskSpec::kKeepOnly: {
+        absl::Status valid = CheckKeepOnly(spec.keep_only(), i, o);
+        if (!valid.ok()) return valid;
         PlannedMask m;
         m.wire = spec;
         if (m.wire.keep_only().id().empty()) {
@@ -95,6 +133,14 @@ absl::StatusOr<std::vector<PlannedMask>> PlanMasks(
       case v1::MaskSpec::SPEC_NOT_SET:
         return absl::InvalidArgumentError(
             absl::StrCat("masks[", i, "] sets no spec"));
+    }
+    // The set field's name ("explicit_mask", ...): spec_case is its number.
+    const std::string& kind =
+        spec.GetDescriptor()->FindFieldByNumber(spec.spec_case())->name();
+    const bool named = spec.has_explicit_mask() || spec.has_keep_only();
+    for (size_t m = first; m < out.size(); ++m) {
+      absl::Status unique = ids.Add(out[m].id, i, kind, named);
+      if (!unique.ok()) return unique;
     }
   }
   return out;

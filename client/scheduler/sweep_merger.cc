@@ -1,8 +1,12 @@
 #include "client/scheduler/sweep_merger.h"
 
+#include <algorithm>
+#include <cmath>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace bertology {
 namespace client {
@@ -20,13 +24,24 @@ MergedMask Finalize(const MaskCounts& c, const MaskCounts& base) {
                               : 0.0;
   m.accuracy = acc;
   m.accuracy_delta = acc - base_acc;
-  m.relative_change_percent =
-      base_acc > 0 ? (acc / base_acc - 1.0) * 100.0 : 0.0;
+  if (base_acc > 0) m.relative_change_percent = (acc / base_acc - 1.0) * 100.0;
   const double mean = c.examples > 0 ? c.loss_sum / c.examples : 0.0;
   const double base_mean =
       base.examples > 0 ? base.loss_sum / base.examples : 0.0;
   m.mean_loss_delta = mean - base_mean;
   return m;
+}
+
+bool SameBaseline(const MaskCounts& a, const MaskCounts& b) {
+  const double scale = std::max(std::fabs(a.loss_sum), std::fabs(b.loss_sum));
+  return a.examples == b.examples && a.correct == b.correct &&
+         std::fabs(a.loss_sum - b.loss_sum) <=
+             SweepMerger::kBaselineLossTolerance * scale;
+}
+
+std::string BaselineString(const MaskCounts& c) {
+  return absl::StrFormat("%d/%d correct, loss_sum %.17g", c.correct, c.examples,
+                         c.loss_sum);
 }
 
 }  // namespace
@@ -69,8 +84,22 @@ absl::Status SweepMerger::Add(const ShardResult& r) {
                      s.num_masks(), " masks"));
   }
   const Chunk chunk{s.example_begin, s.example_end};
-  // Every shard of a chunk scores the same baseline; keep the first.
-  baseline_.emplace(chunk, r.baseline);
+  // Every shard of a chunk scores the same baseline; one that does not came
+  // from a replica that scores differently, and its deltas would be against
+  // another model.
+  const auto [first, inserted] =
+      baseline_.emplace(chunk, Baseline{r.baseline, key, r.replica});
+  if (!inserted && !SameBaseline(first->second.counts, r.baseline)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "shard ", key, " (from ", r.replica.empty() ? "?" : r.replica,
+        ") has baseline ", BaselineString(r.baseline), " but shard ",
+        first->second.shard, " (from ",
+        first->second.replica.empty() ? "?" : first->second.replica, ") has ",
+        BaselineString(first->second.counts),
+        " for the same examples: the replicas score differently (another "
+        "dtype, other weights or server version?); run the sweep on "
+        "replicas of one identity"));
+  }
   auto& slots = counts_[chunk];
   if (slots.empty()) slots.resize(masks_.size());
   for (const MaskCounts& c : r.masks) slots[c.mask_index] = c;
@@ -83,8 +112,9 @@ absl::StatusOr<SweepSummary> SweepMerger::Finish() const {
   base.mask_id = "baseline";
   base.spec = "no mask";
   int covered = 0;
-  for (const auto& [chunk, b] : baseline_) {
+  for (const auto& [chunk, first] : baseline_) {
     if (chunk.first != covered) break;  // chunks must tile [0, n)
+    const MaskCounts& b = first.counts;
     base.examples += b.examples;
     base.correct += b.correct;
     base.loss_sum += b.loss_sum;
@@ -116,6 +146,7 @@ absl::StatusOr<SweepSummary> SweepMerger::Finish() const {
                        " of ", num_examples_, " examples"));
     }
     summary.masks.push_back(Finalize(m, base));
+    summary.masks.back().scaled = masks_[i].scaled;
   }
   return summary;
 }

@@ -2,7 +2,10 @@
 // counts add exactly, loss sums add in a fixed (example chunk) order so the
 // merge does not depend on which shard finished first, and accuracy and the
 // deltas are recomputed from the merged counts and the merged baseline with
-// the server's formulas.
+// the server's formulas. Every shard of an example chunk scores the same
+// baseline; shards whose baselines disagree (replicas that score
+// differently: another dtype, other weights) are refused, since merging
+// them would mix two models' numbers.
 #ifndef BERTOLOGY_CLIENT_SCHEDULER_SWEEP_MERGER_H_
 #define BERTOLOGY_CLIENT_SCHEDULER_SWEEP_MERGER_H_
 
@@ -22,10 +25,15 @@ namespace client {
 
 struct MergedMask {
   MaskCounts counts;
-  double accuracy = 0;                 // correct / examples
-  double accuracy_delta = 0;           // accuracy - baseline accuracy
-  double relative_change_percent = 0;  // (accuracy / baseline - 1) * 100
-  double mean_loss_delta = 0;          // mean loss - baseline mean loss
+  double accuracy = 0;        // correct / examples
+  double accuracy_delta = 0;  // accuracy - baseline accuracy
+  // (accuracy / baseline - 1) * 100; none when the baseline accuracy is 0
+  // (no ratio exists, and 0 would read as "no change").
+  std::optional<double> relative_change_percent;
+  double mean_loss_delta = 0;  // mean loss - baseline mean loss
+  // The planned mask's heads scaled by 0 < value < 1 (PlannedMask::scaled);
+  // counts.ablated, as the server reports it, includes them.
+  std::vector<std::pair<int, int>> scaled;
 };
 
 struct SweepSummary {
@@ -40,8 +48,17 @@ class SweepMerger {
 
   // Adds a shard's result once; a second result for the same shard is
   // refused (ALREADY_EXISTS) so nothing is counted twice. INVALID_ARGUMENT
-  // when the result does not cover exactly its shard.
+  // when the result does not cover exactly its shard. FAILED_PRECONDITION,
+  // naming both shards and replicas, when its baseline disagrees with the
+  // one another shard of its example chunk gave: a different count of
+  // examples or correct ones, or a loss sum off by more than
+  // kBaselineLossTolerance (relative).
   absl::Status Add(const ShardResult& result);
+
+  // Float sums differ in their last bits between identical replicas on
+  // different CPUs; a different dtype or other weights move them by far
+  // more (BF16 vs F32: about 1e-3).
+  static constexpr double kBaselineLossTolerance = 1e-5;
 
   // FAILED_PRECONDITION until every mask has seen every example.
   absl::StatusOr<SweepSummary> Finish() const;
@@ -52,7 +69,12 @@ class SweepMerger {
   int num_examples_;
   std::map<std::string, bool> added_;  // shard keys
   // Per chunk: the baseline, and per planned mask its counts there.
-  std::map<Chunk, MaskCounts> baseline_;
+  struct Baseline {
+    MaskCounts counts;
+    std::string shard;    // the first shard that gave it
+    std::string replica;  // and who served that shard
+  };
+  std::map<Chunk, Baseline> baseline_;
   std::map<Chunk, std::vector<std::optional<MaskCounts>>> counts_;
 };
 

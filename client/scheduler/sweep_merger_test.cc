@@ -1,5 +1,7 @@
 #include "client/scheduler/sweep_merger.h"
 
+#include <string>
+
 #include "client/scheduler/fake_executor_test_util.h"
 #include "gtest/gtest.h"
 
@@ -112,6 +114,64 @@ TEST(SweepMergerTest, RefusesDuplicatesAndReportsGaps) {
   bad.shard = {1, 0, 2, 2, 4};
   bad.masks.pop_back();
   EXPECT_EQ(merger.Add(bad).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// One shard of masks [begin, end) on examples [0, 2), every mask 1 of 2.
+ShardResult Shard2(int begin, int end, int base_correct, double base_loss,
+                   const std::string& replica) {
+  ShardResult r;
+  r.shard = {begin, begin, end, 0, 2};
+  r.replica = replica;
+  r.baseline.examples = 2;
+  r.baseline.correct = base_correct;
+  r.baseline.loss_sum = base_loss;
+  for (int i = begin; i < end; ++i) {
+    MaskCounts c;
+    c.mask_index = i;
+    c.examples = 2;
+    c.correct = 1;
+    c.loss_sum = 1.5;
+    r.masks.push_back(c);
+  }
+  return r;
+}
+
+TEST(SweepMergerTest, RefusesBaselinesThatDisagree) {
+  // An F32 and a BF16 replica: the same counts, another loss sum.
+  SweepMerger loss(Masks(2), 2);
+  ASSERT_TRUE(loss.Add(Shard2(0, 1, 2, 0.6931, "f32:50051")).ok());
+  const absl::Status s = loss.Add(Shard2(1, 2, 2, 0.6953, "bf16:50051"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  for (const char* part :
+       {"shard m1-2:e0-2 (from bf16:50051)", "shard m0-1:e0-2 (from f32:50051)",
+        "the replicas score differently"}) {
+    EXPECT_NE(s.message().find(part), std::string::npos) << s;
+  }
+  // The refused shard counts nothing: the sweep is not complete.
+  EXPECT_FALSE(loss.Finish().ok());
+  // Another count of correct examples.
+  SweepMerger correct(Masks(2), 2);
+  ASSERT_TRUE(correct.Add(Shard2(0, 1, 2, 0.5, "a")).ok());
+  EXPECT_EQ(correct.Add(Shard2(1, 2, 1, 0.5, "b")).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // Float noise between identical replicas is not a disagreement.
+  SweepMerger noise(Masks(2), 2);
+  ASSERT_TRUE(noise.Add(Shard2(0, 1, 2, 0.6931, "a")).ok());
+  ASSERT_TRUE(noise.Add(Shard2(1, 2, 2, 0.6931 * (1 + 1e-7), "b")).ok());
+  EXPECT_TRUE(noise.Finish().ok());
+}
+
+TEST(SweepMergerTest, NoRelativeChangeAtAZeroBaseline) {
+  SweepMerger merger(Masks(1), 2);
+  ASSERT_TRUE(merger.Add(Shard2(0, 1, 0, 1.0, "a")).ok());
+  auto summary = merger.Finish();
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->masks[0].accuracy_delta, 0.5);
+  EXPECT_FALSE(summary->masks[0].relative_change_percent.has_value());
+  EXPECT_FALSE(summary->baseline.relative_change_percent.has_value());
+  SweepMerger nonzero(Masks(1), 2);
+  ASSERT_TRUE(nonzero.Add(Shard2(0, 1, 2, 1.0, "a")).ok());
+  EXPECT_EQ(nonzero.Finish()->masks[0].relative_change_percent, -50.0);
 }
 
 }  // namespace

@@ -362,25 +362,36 @@ absl::Status ScheduledSweep::Plan() {
                  static_cast<int>(job_.examples.size()), options_.sharding);
   const std::string fingerprint = SweepFingerprint(job_, options_.sharding);
   std::map<std::string, bool> resumed;
-  auto take = [&](const std::vector<ShardResult>& finished) {
+  auto take = [&](const std::vector<ShardResult>& finished,
+                  const std::string& path) -> absl::Status {
     for (const ShardResult& r : finished) {
-      if (!merger_.Add(r).ok()) continue;  // e.g. a duplicate line
+      const absl::Status added = merger_.Add(r);
+      // A shard twice (a part's file and the merge's own) counts once; a
+      // baseline that disagrees with another shard's is another model's.
+      if (absl::IsFailedPrecondition(added)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(path, ": ", added.message()));
+      }
+      if (!added.ok()) continue;
       resumed[r.shard.Key()] = true;
     }
+    return absl::OkStatus();
   };
   if (!options_.progress_file.empty()) {
     absl::StatusOr<std::unique_ptr<ProgressLog>> log =
         ProgressLog::Open(options_.progress_file, fingerprint);
     if (!log.ok()) return log.status();
     log_ = *std::move(log);
-    take(log_->finished());
+    absl::Status taken = take(log_->finished(), options_.progress_file);
+    if (!taken.ok()) return taken;
   }
   for (const std::string& path : options_.merge_from) {
     if (path == options_.progress_file) continue;
     absl::StatusOr<std::vector<ShardResult>> finished =
         ReadProgressFile(path, fingerprint);
     if (!finished.ok()) return finished.status();
-    take(*finished);
+    absl::Status taken = take(*finished, path);
+    if (!taken.ok()) return taken;
   }
   const int parts = std::max(1, options_.part_count);
   for (const Shard& s : shards) {
@@ -471,6 +482,9 @@ std::string SweepFingerprint(const SweepJob& job,
                              const ShardingOptions& sharding) {
   uint64_t h = 14695981039346656037ull;
   Fnv(&h, job.model);
+  // Results of other weights, another dtype or server version are not this
+  // sweep's, even when the flags are the same.
+  Fnv(&h, job.model_identity);
   Fnv(&h, absl::StrCat(job.mode, "/", sharding.masks_per_shard, "/",
                        sharding.examples_per_shard));
   for (const PlannedMask& m : job.masks) {

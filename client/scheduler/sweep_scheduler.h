@@ -19,8 +19,12 @@
 //    replica down, or the error is not the replica's fault), or at once on
 //    a request error (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, ...),
 //    with a message naming the shard, the attempts and the last errors;
+//  - shards of one example chunk whose baselines disagree (replicas that
+//    score differently) fail the run with FAILED_PRECONDITION instead of
+//    being merged;
 //  - with a progress file, finished shards are appended as they finish and
-//    skipped when the same sweep runs again;
+//    skipped when the same sweep runs again (the same flags and the same
+//    model identity: a file written against other weights is refused);
 //  - with part_count N > 1, only the shards whose index % N == part_index
 //    run (one part of an Indexed Job); merge_from reads other progress files
 //    of the same sweep (the parts) and runs only what none of them holds.
@@ -47,6 +51,10 @@ namespace client {
 
 struct SweepJob {
   std::string model;  // empty: the server's default model
+  // GetModelInfo's ModelInfo.identity for the model (weights file, dtype,
+  // max_seq_len, server version): part of the fingerprint, so a progress
+  // file of another build of the model is refused instead of merged.
+  std::string model_identity;
   v1::AblationMode mode = v1::ABLATION_MODE_ZERO;
   int max_batch_rows = 0;  // SweepOptions.max_batch_rows; 0: server default
   std::vector<v1::LabeledExample> examples;
@@ -107,8 +115,8 @@ struct SweepReport {
   int masks_resumed = 0;  // mask results kept from calls that ended early
 };
 
-// Identifies a sweep (model, mode, examples, masks, sharding) for progress
-// files; stable across runs of the same binary.
+// Identifies a sweep (model and its identity, mode, examples, masks,
+// sharding) for progress files; stable across runs of the same binary.
 std::string SweepFingerprint(const SweepJob& job,
                              const ShardingOptions& sharding);
 

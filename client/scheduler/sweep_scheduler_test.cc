@@ -134,6 +134,35 @@ TEST(SweepSchedulerTest, ResumesFromTheProgressFile) {
   std::remove(path.c_str());
 }
 
+TEST(SweepSchedulerTest, AProgressFileOfAnotherModelIdentityIsRefused) {
+  SweepJob job = Job(6, 4);
+  job.model_identity = "model.safetensors:size=1:mtime=1;dtype=F32";
+  const std::string path = absl::StrCat(
+      ::testing::TempDir(), "/progress-identity-", getpid(), ".jsonl");
+  std::remove(path.c_str());
+  SimulatedClock clock;
+  SchedulerOptions o = Options(&clock, 3, 2);
+  o.progress_file = path;
+  testing::FakeExecutor exec(1);
+  ASSERT_TRUE(ScheduleSweep(job, &exec, o).ok());
+  // The same flags against other weights (or a BF16 replica): the file's
+  // results are not this sweep's.
+  SweepJob other = job;
+  other.model_identity = "model.safetensors:size=1:mtime=2;dtype=F32";
+  EXPECT_NE(SweepFingerprint(job, o.sharding),
+            SweepFingerprint(other, o.sharding));
+  auto refused = ScheduleSweep(other, &exec, o);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition)
+      << refused.status();
+  EXPECT_NE(refused.status().message().find(path), std::string::npos);
+  // The identity it was written under still resumes it, running nothing.
+  const int calls = exec.total_calls();
+  auto resumed = ScheduleSweep(job, &exec, o);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(exec.total_calls(), calls);
+  std::remove(path.c_str());
+}
+
 TEST(SweepSchedulerTest, ACutStreamResumesItsRemainingMasks) {
   const SweepJob job = Job(12, 10);
   SimulatedClock clock;

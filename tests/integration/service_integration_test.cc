@@ -592,6 +592,32 @@ TEST_F(ServiceTest, BadInputGetsAClearStatus) {
          });
        },
        C::INVALID_ARGUMENT, "masks[1].keep_only.layer_begin=2"},
+      {"sweep repeated explicit id",
+       [](auto* s) {
+         return SweepWith(s, [](auto* r) {
+           r->add_masks()->mutable_explicit_mask()->set_id("x");
+           r->add_masks()->mutable_explicit_mask()->set_id("x");
+         });
+       },
+       C::INVALID_ARGUMENT, "masks[2].explicit_mask.id \"x\" repeats masks[1]"},
+      {"sweep generated id repeated",
+       [](auto* s) {
+         return SweepWith(
+             s, [](auto* r) { r->add_masks()->mutable_all_layers(); });
+       },
+       C::INVALID_ARGUMENT, "masks[1].all_layers: id \"layer-0\" repeats"},
+      {"sweep kept head outside its layer range",
+       [](auto* s) {
+         return SweepWith(s, [](auto* r) {
+           auto* keep = r->add_masks()->mutable_keep_only();
+           keep->set_layer_end(1);
+           auto* head = keep->add_keep();
+           head->set_layer(2);
+           head->set_head(0);
+         });
+       },
+       C::INVALID_ARGUMENT,
+       "masks[1].keep_only.keep[0]=L2H0 is outside layers [0, 1)"},
       {"sweep unknown mode",
        [](auto* s) {
          return SweepWith(

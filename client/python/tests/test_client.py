@@ -58,6 +58,14 @@ class HeadMaskTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             decode_attention_map(b"\0" * 5, pb.ATTENTION_ENCODING_FLOAT32, 3)
 
+    def test_relative_change_unset_is_none(self):
+        # The server leaves it unset at a zero baseline: None, not 0.
+        from bertology_client.client import _mask_result_dict
+        unset = _mask_result_dict(pb.MaskResult(mask_id="m", accuracy=0.5))
+        self.assertIsNone(unset["relative_change_percent"])
+        zero = _mask_result_dict(pb.MaskResult(relative_change_percent=0.0))
+        self.assertEqual(zero["relative_change_percent"], 0.0)
+
 
 class ClientTest(unittest.TestCase):
 
@@ -199,6 +207,16 @@ class ClientTest(unittest.TestCase):
         labels = self.client.classify(PAIRS, {"ablate": [(0, 0)]}).labels
         correct = int((labels == np.array([e[2] for e in examples])).sum())
         self.assertEqual(results[0]["correct"], correct)
+        # Labels the model never predicts: a zero baseline, so no relative
+        # change exists (None; 0 would read as "no change").
+        labels = self.client.classify(PAIRS).labels
+        n = len(self.info["label_names"])
+        wrong = [(a, b, int(labels[i] + 1) % n)
+                 for i, (a, b) in enumerate(PAIRS)]
+        zero = self.client.sweep_results(wrong, [{"generator": "layers"}])
+        self.assertEqual(zero["baseline"]["accuracy"], 0)
+        self.assertEqual(
+            [r["relative_change_percent"] for r in zero["results"]], [None] * L)
 
 
 if __name__ == "__main__":
