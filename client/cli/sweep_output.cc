@@ -34,11 +34,11 @@ std::string RelativeChange(const MergedMask& m) {
 void CsvRow(const MergedMask& m, std::string* out) {
   const MaskCounts& c = m.counts;
   absl::StrAppend(
-      out, absl::StrFormat("%d,%s,%s,%s,%d,%d,%.10g,%.10g,%s,%.10g,%.10g\n",
+      out, absl::StrFormat("%d,%s,%s,%s,%d,%d,%d,%.10g,%.10g,%s,%.10g,%.10g\n",
                            c.mask_index, CsvField(c.mask_id), CsvField(c.spec),
-                           CsvField(Ablated(c)), c.examples, c.correct,
-                           m.accuracy, m.accuracy_delta, RelativeChange(m),
-                           c.loss_sum, m.mean_loss_delta));
+                           CsvField(Ablated(c)), c.examples, c.scored,
+                           c.correct, m.accuracy, m.accuracy_delta,
+                           RelativeChange(m), c.loss_sum, m.mean_loss_delta));
 }
 
 nlohmann::json MaskJson(const MergedMask& m) {
@@ -50,6 +50,7 @@ nlohmann::json MaskJson(const MergedMask& m) {
           {"spec", c.spec},
           {"ablated", ablated},
           {"examples", c.examples},
+          {"scored", c.scored},
           {"correct", c.correct},
           {"loss_sum", c.loss_sum},
           {"accuracy", m.accuracy},
@@ -68,6 +69,7 @@ render::MaskOutcome ToOutcome(const MergedMask& m) {
   o.spec = m.counts.spec;
   for (const auto& [l, h] : m.counts.ablated) o.ablated.push_back({l, h});
   o.examples = m.counts.examples;
+  o.scored = m.counts.scored;
   o.correct = m.counts.correct;
   o.loss_sum = m.counts.loss_sum;
   o.accuracy = m.accuracy;
@@ -94,7 +96,7 @@ render::SweepResults ToSweepResults(const SweepSummary& summary,
 
 std::string SweepCsv(const SweepSummary& summary) {
   std::string out =
-      "mask_index,mask_id,spec,ablated,examples,correct,accuracy,"
+      "mask_index,mask_id,spec,ablated,examples,scored,correct,accuracy,"
       "accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta\n";
   CsvRow(summary.baseline, &out);
   for (const MergedMask& m : summary.masks) CsvRow(m, &out);

@@ -11,7 +11,7 @@
 namespace bertology {
 namespace client {
 
-// Header: mask_index,mask_id,spec,ablated,examples,correct,accuracy,
+// Header: mask_index,mask_id,spec,ablated,examples,scored,correct,accuracy,
 // accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta.
 // ablated is "L0H1 L2H3"; the baseline row has mask_index -1;
 // relative_change_percent is empty when the baseline accuracy is 0.

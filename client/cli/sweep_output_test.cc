@@ -15,6 +15,7 @@ MergedMask Mask(int index, const std::string& id, int correct) {
   m.counts.mask_index = index;
   m.counts.mask_id = id;
   m.counts.examples = 4;
+  m.counts.scored = 4;
   m.counts.correct = correct;
   m.accuracy = correct / 4.0;
   return m;
@@ -31,7 +32,8 @@ SweepReport ZeroBaseline() {
 
 TEST(SweepOutputTest, NoRelativeChangeIsAnEmptyCsvField) {
   const std::string csv = SweepCsv(ZeroBaseline().summary);
-  EXPECT_NE(csv.find("\n0,head-L0H0,,,4,1,0.25,0.25,,0,0\n"), std::string::npos)
+  EXPECT_NE(csv.find("\n0,head-L0H0,,,4,4,1,0.25,0.25,,0,0\n"),
+            std::string::npos)
       << csv;
   EXPECT_EQ(csv.find("nan"), std::string::npos) << csv;
 }

@@ -27,6 +27,9 @@ struct MaskOutcome {
   // dense mask's): such a mask masks no head, it scales them.
   std::vector<HeadIndex> scaled;
   int64_t examples = 0;
+  // Units scored (examples, or a token classifier's labelled words);
+  // correct, loss_sum and accuracy count these.
+  int64_t scored = 0;
   int64_t correct = 0;
   double loss_sum = 0.0;
   double accuracy = 0.0;        // in [0, 1]

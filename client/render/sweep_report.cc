@@ -46,9 +46,9 @@ void CsvRow(const MaskOutcome& r, std::string* out) {
   absl::StrAppend(
       out, r.mask_index, ",", CsvField(r.mask_id), ",", CsvField(r.spec), ",",
       r.ablated.size(), ",", AblatedString(r.ablated), ",", r.examples, ",",
-      r.correct, ",", CsvNumber(r.accuracy), ",", CsvNumber(r.accuracy_delta),
-      ",", CsvNumber(r.relative_change_percent), ",", CsvNumber(r.loss_sum),
-      ",", CsvNumber(r.mean_loss_delta), "\n");
+      r.scored, ",", r.correct, ",", CsvNumber(r.accuracy), ",",
+      CsvNumber(r.accuracy_delta), ",", CsvNumber(r.relative_change_percent),
+      ",", CsvNumber(r.loss_sum), ",", CsvNumber(r.mean_loss_delta), "\n");
 }
 
 // nlohmann writes NaN/inf as null already; this keeps it explicit.
@@ -62,6 +62,7 @@ json ToJson(const MaskOutcome& r) {
           {"spec", r.spec},
           {"ablated", ablated},
           {"examples", r.examples},
+          {"scored", r.scored},
           {"correct", r.correct},
           {"loss_sum", Number(r.loss_sum)},
           {"accuracy", Number(r.accuracy)},
@@ -74,7 +75,8 @@ json ToJson(const MaskOutcome& r) {
 
 std::string SweepResultsCsv(const SweepResults& sweep) {
   std::string out =
-      "mask_index,mask_id,spec,num_ablated,ablated,examples,correct,accuracy,"
+      "mask_index,mask_id,spec,num_ablated,ablated,examples,scored,correct,"
+      "accuracy,"
       "accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta\n";
   CsvRow(sweep.baseline, &out);
   std::vector<const MaskOutcome*> sorted;

@@ -14,7 +14,7 @@
 namespace bertology::render {
 
 // RFC 4180 CSV with a header row:
-// mask_index,mask_id,spec,num_ablated,ablated,examples,correct,accuracy,
+// mask_index,mask_id,spec,num_ablated,ablated,examples,scored,correct,accuracy,
 // accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta
 // `ablated` is "L0H1;L3H2". Results are sorted by mask_index; the baseline
 // row (mask_index -1) comes first. Doubles use 17 significant digits so the

@@ -21,6 +21,7 @@ SweepResults Example() {
   s.baseline.mask_index = -1;
   s.baseline.mask_id = "baseline";
   s.baseline.examples = 3;
+  s.baseline.scored = 3;
   s.baseline.correct = 2;
   s.baseline.accuracy = 2.0 / 3;
   MaskOutcome b;
@@ -29,6 +30,7 @@ SweepResults Example() {
   b.spec = "line\nbreak";
   b.ablated = {{0, 1}, {1, 0}};
   b.examples = 3;
+  b.scored = 3;
   b.correct = 1;
   b.accuracy = 1.0 / 3;
   b.relative_change_percent = -50;
@@ -46,14 +48,14 @@ TEST(SweepResultsCsv, HeaderBaselineFirstSortedAndQuoted) {
   const std::string csv = SweepResultsCsv(Example());
   EXPECT_TRUE(absl::StartsWith(
       csv,
-      "mask_index,mask_id,spec,num_ablated,ablated,examples,correct,"
+      "mask_index,mask_id,spec,num_ablated,ablated,examples,scored,correct,"
       "accuracy,accuracy_delta,relative_change_percent,loss_sum,"
-      "mean_loss_delta\n-1,baseline,,0,,3,2,0.66666666666666663,"));
+      "mean_loss_delta\n-1,baseline,,0,,3,3,2,0.66666666666666663,"));
   EXPECT_TRUE(absl::StrContains(csv,
-                                "\n0,head-L0H0,,1,L0H0,0,0,"
+                                "\n0,head-L0H0,,1,L0H0,0,0,0,"
                                 "0.30000000000000004,"));
   EXPECT_TRUE(absl::StrContains(
-      csv, "\n1,\"keep, \"\"quoted\"\"\",\"line\nbreak\",2,L0H1;L1H0,3,1,"));
+      csv, "\n1,\"keep, \"\"quoted\"\"\",\"line\nbreak\",2,L0H1;L1H0,3,3,1,"));
   EXPECT_TRUE(absl::StrContains(csv, ",-50,0,\n"));  // NaN: no value
   EXPECT_FALSE(absl::StrContains(csv, "nan"));
   EXPECT_LT(csv.find("\n0,head"), csv.find("\n1,\"keep"));

@@ -130,6 +130,7 @@ class FakeExecutor : public ShardExecutor {
       double loss;
       ScorePair("baseline", e, &ok, &loss);
       r.baseline.examples++;
+      r.baseline.scored++;
       r.baseline.correct += ok ? 1 : 0;
       r.baseline.loss_sum += loss;
     }
@@ -142,6 +143,7 @@ class FakeExecutor : public ShardExecutor {
         double loss;
         ScorePair(c.mask_id, e, &ok, &loss);
         c.examples++;
+        c.scored++;
         c.correct += ok ? 1 : 0;
         c.loss_sum += loss;
       }

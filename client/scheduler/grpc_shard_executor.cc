@@ -31,6 +31,7 @@ MaskCounts FromProto(const v1::MaskResult& r) {
     c.ablated.push_back({lh.layer(), lh.head()});
   }
   c.examples = r.examples();
+  c.scored = r.scored();
   c.correct = r.correct();
   c.loss_sum = r.loss_sum();
   return c;

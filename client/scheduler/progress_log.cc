@@ -16,10 +16,10 @@ json CountsToJson(const MaskCounts& c) {
   json ablated = json::array();
   for (const auto& [l, h] : c.ablated) ablated.push_back({l, h});
   // loss_sum as a %.17g double round-trips exactly through nlohmann.
-  return json{{"i", c.mask_index},     {"id", c.mask_id},
-              {"spec", c.spec},        {"ablated", ablated},
-              {"n", c.examples},       {"correct", c.correct},
-              {"loss_sum", c.loss_sum}};
+  return json{{"i", c.mask_index},    {"id", c.mask_id},
+              {"spec", c.spec},       {"ablated", ablated},
+              {"n", c.examples},      {"scored", c.scored},
+              {"correct", c.correct}, {"loss_sum", c.loss_sum}};
 }
 
 MaskCounts CountsFromJson(const json& j) {
@@ -31,6 +31,8 @@ MaskCounts CountsFromJson(const json& j) {
     c.ablated.push_back({lh.at(0).get<int>(), lh.at(1).get<int>()});
   }
   c.examples = j.at("n").get<int64_t>();
+  // Lines written before `scored` existed scored one unit per example.
+  c.scored = j.value("scored", c.examples);
   c.correct = j.at("correct").get<int64_t>();
   c.loss_sum = j.at("loss_sum").get<double>();
   return c;

@@ -17,8 +17,8 @@ ShardResult Result(int index) {
   ShardResult r;
   r.shard = {index, 0, 1, index * 2, index * 2 + 2};
   r.replica = "ipv4:127.0.0.1:1";
-  r.baseline = {-1, "baseline", "no mask", {}, 2, 1, 0.1};
-  r.masks.push_back({0, "head-L0H1", "ablate", {{0, 1}}, 2, 2, 1.0 / 3.0});
+  r.baseline = {-1, "baseline", "no mask", {}, 2, 5, 1, 0.1};
+  r.masks.push_back({0, "head-L0H1", "ablate", {{0, 1}}, 2, 5, 2, 1.0 / 3.0});
   return r;
 }
 
@@ -30,6 +30,8 @@ TEST(ProgressLogTest, RoundTripsExactly) {
   EXPECT_EQ(back->masks[0].loss_sum, 1.0 / 3.0);
   EXPECT_EQ(back->masks[0].ablated, r.masks[0].ablated);
   EXPECT_EQ(back->baseline.correct, 1);
+  EXPECT_EQ(back->baseline.scored, 5);  // token classifiers score words
+  EXPECT_EQ(back->masks[0].scored, 5);
 }
 
 TEST(ProgressLogTest, ResumesIgnoringATornLastLine) {

@@ -42,6 +42,9 @@ struct MaskCounts {
   std::string spec;
   std::vector<std::pair<int, int>> ablated;  // (layer, head)
   int64_t examples = 0;
+  // Units scored: = examples for a sequence classifier, labelled words for
+  // a token classifier (MaskResult.scored). correct and loss_sum count them.
+  int64_t scored = 0;
   int64_t correct = 0;
   double loss_sum = 0;
 };

@@ -15,26 +15,26 @@ namespace {
 MergedMask Finalize(const MaskCounts& c, const MaskCounts& base) {
   MergedMask m;
   m.counts = c;
-  const double acc = c.examples > 0 ? static_cast<double>(c.correct) /
-                                          static_cast<double>(c.examples)
-                                    : 0.0;
-  const double base_acc = base.examples > 0
-                              ? static_cast<double>(base.correct) /
-                                    static_cast<double>(base.examples)
-                              : 0.0;
+  // Per scored unit: an example, or a labelled word of a token classifier.
+  const double acc = c.scored > 0 ? static_cast<double>(c.correct) /
+                                        static_cast<double>(c.scored)
+                                  : 0.0;
+  const double base_acc = base.scored > 0 ? static_cast<double>(base.correct) /
+                                                static_cast<double>(base.scored)
+                                          : 0.0;
   m.accuracy = acc;
   m.accuracy_delta = acc - base_acc;
   if (base_acc > 0) m.relative_change_percent = (acc / base_acc - 1.0) * 100.0;
-  const double mean = c.examples > 0 ? c.loss_sum / c.examples : 0.0;
-  const double base_mean =
-      base.examples > 0 ? base.loss_sum / base.examples : 0.0;
+  const double mean = c.scored > 0 ? c.loss_sum / c.scored : 0.0;
+  const double base_mean = base.scored > 0 ? base.loss_sum / base.scored : 0.0;
   m.mean_loss_delta = mean - base_mean;
   return m;
 }
 
 bool SameBaseline(const MaskCounts& a, const MaskCounts& b) {
   const double scale = std::max(std::fabs(a.loss_sum), std::fabs(b.loss_sum));
-  return a.examples == b.examples && a.correct == b.correct &&
+  return a.examples == b.examples && a.scored == b.scored &&
+         a.correct == b.correct &&
          std::fabs(a.loss_sum - b.loss_sum) <=
              SweepMerger::kBaselineLossTolerance * scale;
 }
@@ -116,6 +116,7 @@ absl::StatusOr<SweepSummary> SweepMerger::Finish() const {
     if (chunk.first != covered) break;  // chunks must tile [0, n)
     const MaskCounts& b = first.counts;
     base.examples += b.examples;
+    base.scored += b.scored;
     base.correct += b.correct;
     base.loss_sum += b.loss_sum;
     covered = chunk.second;
@@ -137,6 +138,7 @@ absl::StatusOr<SweepSummary> SweepMerger::Finish() const {
       if (m.spec.empty()) m.spec = c.spec;
       if (m.ablated.empty()) m.ablated = c.ablated;
       m.examples += c.examples;
+      m.scored += c.scored;
       m.correct += c.correct;
       m.loss_sum += c.loss_sum;
     }

@@ -100,11 +100,11 @@ TEST(SweepMergerTest, RefusesDuplicatesAndReportsGaps) {
   SweepMerger merger(masks, 4);
   ShardResult r;
   r.shard = {0, 0, 2, 0, 2};
-  r.baseline.examples = 2;
+  r.baseline.examples = r.baseline.scored = 2;
   r.masks.resize(2);
   for (int i = 0; i < 2; ++i) {
     r.masks[i].mask_index = i;
-    r.masks[i].examples = 2;
+    r.masks[i].examples = r.masks[i].scored = 2;
   }
   ASSERT_TRUE(merger.Add(r).ok());
   EXPECT_EQ(merger.Add(r).code(), absl::StatusCode::kAlreadyExists);
@@ -122,13 +122,13 @@ ShardResult Shard2(int begin, int end, int base_correct, double base_loss,
   ShardResult r;
   r.shard = {begin, begin, end, 0, 2};
   r.replica = replica;
-  r.baseline.examples = 2;
+  r.baseline.examples = r.baseline.scored = 2;
   r.baseline.correct = base_correct;
   r.baseline.loss_sum = base_loss;
   for (int i = begin; i < end; ++i) {
     MaskCounts c;
     c.mask_index = i;
-    c.examples = 2;
+    c.examples = c.scored = 2;
     c.correct = 1;
     c.loss_sum = 1.5;
     r.masks.push_back(c);
@@ -175,5 +175,33 @@ TEST(SweepMergerTest, NoRelativeChangeAtAZeroBaseline) {
 }
 
 }  // namespace
+// A token classifier's shards: accuracy and mean loss are per labelled word
+// (scored), summed over shards, not per example.
+TEST(SweepMergerTest, TokenClassifierCountsScoredWords) {
+  SweepMerger merger(Masks(1), 4);
+  for (int half = 0; half < 2; ++half) {
+    ShardResult r;
+    r.shard = {half, 0, 1, 2 * half, 2 * half + 2};
+    r.baseline.examples = 2;
+    r.baseline.scored = 7;
+    r.baseline.correct = 6;
+    r.baseline.loss_sum = 1.4;
+    MaskCounts c;
+    c.mask_index = 0;
+    c.examples = 2;
+    c.scored = 7;
+    c.correct = 3 + half;
+    c.loss_sum = 2.8;
+    r.masks.push_back(c);
+    ASSERT_TRUE(merger.Add(r).ok());
+  }
+  auto summary = merger.Finish();
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->baseline.counts.scored, 14);
+  EXPECT_DOUBLE_EQ(summary->baseline.accuracy, 12.0 / 14);
+  EXPECT_DOUBLE_EQ(summary->masks[0].accuracy, 7.0 / 14);
+  EXPECT_DOUBLE_EQ(summary->masks[0].mean_loss_delta, (5.6 - 2.8) / 14);
+}
+
 }  // namespace client
 }  // namespace bertology

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "client/scheduler/progress_log.h"
 
@@ -494,7 +495,7 @@ std::string SweepFingerprint(const SweepJob& job,
   for (const v1::LabeledExample& e : job.examples) {
     Fnv(&h, e.input().text_a());
     Fnv(&h, e.input().text_b());
-    Fnv(&h, absl::StrCat(e.label()));
+    Fnv(&h, absl::StrCat(e.label(), ":", absl::StrJoin(e.word_labels(), ",")));
   }
   return absl::StrFormat("%016x-%dm-%de", h, job.masks.size(),
                          job.examples.size());

@@ -339,7 +339,8 @@ class HeadsTest(unittest.TestCase):
         self.assertEqual(base.scored, 10)  # 12 words, 2 marked "-"
         self.assertEqual(swept["baseline"]["scored"], base.scored)
         self.assertAlmostEqual(swept["baseline"]["accuracy"], base.accuracy, places=12)
-        for m in swept["masks"]:
+        self.assertEqual(len(swept["results"]), LAYERS)
+        for m in swept["results"]:
             want = results[m["mask_id"]]
             self.assertEqual((m["correct"], m["scored"]), (want.correct, want.scored))
             self.assertAlmostEqual(m["accuracy"], want.accuracy, places=12)
