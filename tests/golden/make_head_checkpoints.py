@@ -25,7 +25,7 @@ The encoder weights are make_golden.py's (same seed), so its float64
 reference (reference_encoder) is the answer for every directory.
 
   /usr/bin/python3 tests/golden/make_head_checkpoints.py OUT_DIR
-writes OUT_DIR/<variant>/ and OUT_DIR/variants.json ({name: {architecture,
+writes OUT_DIR/<variant>/ (18 of them) and OUT_DIR/variants.json ({name: {architecture,
 head, format, prefix, pooler, position_ids}}).
 """
 
@@ -41,22 +41,29 @@ SEED = 20240517
 NUM_TOKEN_LABELS = 5
 TOKEN_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
-# name: (architecture, format, keep "bert." prefix, pooler, position_ids)
-VARIANTS = {
-    "base-st": ("BertModel", "safetensors", False, True, False),
-    "base-nopool-bin": ("BertModel", "bin", False, False, True),
-    "base-prefixed-st": ("BertModel", "safetensors", True, False, False),
-    "pretraining-bin": ("BertForPreTraining", "bin", True, True, True),
-    "mlm-st": ("BertForMaskedLM", "safetensors", True, False, False),
-    "mlm-bin": ("BertForMaskedLM", "bin", True, False, True),
-    "nsp-st": ("BertForNextSentencePrediction", "safetensors", True, True, False),
-    "seqcls-bin": ("BertForSequenceClassification", "bin", True, True, True),
-    "seqcls-st": ("BertForSequenceClassification", "safetensors", True, True, False),
-    "mc-st": ("BertForMultipleChoice", "safetensors", True, True, False),
-    "tokcls-st": ("BertForTokenClassification", "safetensors", True, False, False),
-    "tokcls-bin": ("BertForTokenClassification", "bin", True, False, True),
-    "qa-bin": ("BertForQuestionAnswering", "bin", True, False, False),
+# name: (architecture, format, keep "bert." prefix, pooler, position_ids).
+# Every head in both formats, the .bin ones with the position_ids buffer (as
+# transformers < 4.31 saved it); BertModel also without pooler and with a
+# "bert." prefix (a state dict taken from a BertFor* model's .bert), that
+# one in safetensors with the buffer as I64.
+ARCHITECTURES = {
+    # architecture: (short name, pooler)
+    "BertModel": ("base", True),
+    "BertForPreTraining": ("pretraining", True),
+    "BertForMaskedLM": ("mlm", False),
+    "BertForNextSentencePrediction": ("nsp", True),
+    "BertForSequenceClassification": ("seqcls", True),
+    "BertForMultipleChoice": ("mc", True),
+    "BertForTokenClassification": ("tokcls", False),
+    "BertForQuestionAnswering": ("qa", False),
 }
+VARIANTS = {}
+for _arch, (_short, _pooler) in ARCHITECTURES.items():
+    for _fmt, _tag in (("safetensors", "st"), ("bin", "bin")):
+        VARIANTS["%s-%s" % (_short, _tag)] = (
+            _arch, _fmt, _arch != "BertModel", _pooler, _fmt == "bin")
+VARIANTS["base-nopool-bin"] = ("BertModel", "bin", False, False, True)
+VARIANTS["base-prefixed-st"] = ("BertModel", "safetensors", True, False, True)
 
 HEADS = {
     "BertForSequenceClassification": "sequence_classification",
