@@ -46,6 +46,18 @@ grpc::Status Serve(ServiceMetrics* metrics, const std::string& method,
   return out;
 }
 
+// The handler's stream over the gRPC writer and context.
+template <typename Event>
+EventStream<Event> StreamOf(grpc::ServerContext* context,
+                            grpc::ServerWriter<Event>* writer) {
+  EventStream<Event> stream;
+  stream.write = [writer](const Event& event) { return writer->Write(event); };
+  stream.is_cancelled = [context] {
+    return context->IsCancelled() || DeadlinePassed(*context);
+  };
+  return stream;
+}
+
 }  // namespace
 
 grpc::Status BertologyService::GetModelInfo(
@@ -79,15 +91,33 @@ grpc::Status BertologyService::GetAttention(
 grpc::Status BertologyService::SweepAblation(
     grpc::ServerContext* context, const v1::SweepAblationRequest* request,
     grpc::ServerWriter<v1::SweepAblationResponse>* writer) {
-  SweepStream stream;
-  stream.write = [writer](const v1::SweepAblationResponse& event) {
-    return writer->Write(event);
-  };
-  stream.is_cancelled = [context] {
-    return context->IsCancelled() || DeadlinePassed(*context);
-  };
+  const SweepStream stream = StreamOf(context, writer);
   return Serve(ctx_.metrics, "SweepAblation", *context,
                [&] { return HandleSweepAblation(ctx_, *request, stream); });
+}
+
+grpc::Status BertologyService::AnalyzeHeads(
+    grpc::ServerContext* context, const v1::AnalyzeHeadsRequest* request,
+    grpc::ServerWriter<v1::AnalyzeHeadsResponse>* writer) {
+  const auto stream = StreamOf(context, writer);
+  return Serve(ctx_.metrics, "AnalyzeHeads", *context,
+               [&] { return HandleAnalyzeHeads(ctx_, *request, stream); });
+}
+
+grpc::Status BertologyService::HeadImportance(
+    grpc::ServerContext* context, const v1::HeadImportanceRequest* request,
+    grpc::ServerWriter<v1::HeadImportanceResponse>* writer) {
+  const auto stream = StreamOf(context, writer);
+  return Serve(ctx_.metrics, "HeadImportance", *context,
+               [&] { return HandleHeadImportance(ctx_, *request, stream); });
+}
+
+grpc::Status BertologyService::PruneCurve(
+    grpc::ServerContext* context, const v1::PruneCurveRequest* request,
+    grpc::ServerWriter<v1::PruneCurveResponse>* writer) {
+  const auto stream = StreamOf(context, writer);
+  return Serve(ctx_.metrics, "PruneCurve", *context,
+               [&] { return HandlePruneCurve(ctx_, *request, stream); });
 }
 
 }  // namespace bertology

@@ -31,6 +31,15 @@ class BertologyService final : public v1::Bertology::Service {
   grpc::Status SweepAblation(
       grpc::ServerContext* context, const v1::SweepAblationRequest* request,
       grpc::ServerWriter<v1::SweepAblationResponse>* writer) override;
+  grpc::Status AnalyzeHeads(
+      grpc::ServerContext* context, const v1::AnalyzeHeadsRequest* request,
+      grpc::ServerWriter<v1::AnalyzeHeadsResponse>* writer) override;
+  grpc::Status HeadImportance(
+      grpc::ServerContext* context, const v1::HeadImportanceRequest* request,
+      grpc::ServerWriter<v1::HeadImportanceResponse>* writer) override;
+  grpc::Status PruneCurve(
+      grpc::ServerContext* context, const v1::PruneCurveRequest* request,
+      grpc::ServerWriter<v1::PruneCurveResponse>* writer) override;
 
  private:
   HandlerContext ctx_;

@@ -42,13 +42,28 @@ absl::Status HandleGetAttention(const HandlerContext& ctx,
 // The transport side of a server stream, as functions so the handler knows
 // no gRPC. `write` sends one event (false: the client is gone);
 // `is_cancelled` is polled between forward passes (client cancel, deadline).
-struct SweepStream {
-  std::function<bool(const v1::SweepAblationResponse&)> write;
+template <typename Event>
+struct EventStream {
+  std::function<bool(const Event&)> write;
   std::function<bool()> is_cancelled;
 };
+using SweepStream = EventStream<v1::SweepAblationResponse>;
+
 absl::Status HandleSweepAblation(const HandlerContext& ctx,
                                  const v1::SweepAblationRequest& request,
                                  const SweepStream& stream);
+
+absl::Status HandleAnalyzeHeads(
+    const HandlerContext& ctx, const v1::AnalyzeHeadsRequest& request,
+    const EventStream<v1::AnalyzeHeadsResponse>& stream);
+
+absl::Status HandleHeadImportance(
+    const HandlerContext& ctx, const v1::HeadImportanceRequest& request,
+    const EventStream<v1::HeadImportanceResponse>& stream);
+
+absl::Status HandlePruneCurve(
+    const HandlerContext& ctx, const v1::PruneCurveRequest& request,
+    const EventStream<v1::PruneCurveResponse>& stream);
 
 }  // namespace bertology
 
