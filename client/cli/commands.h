@@ -17,6 +17,7 @@ int RunClassify(const Argv& argv);
 int RunAttention(const Argv& argv);
 int RunSweep(const Argv& argv);
 int RunHealth(const Argv& argv);
+int RunAnalyze(const Argv& argv);
 
 // Parses `argv` with `flags` (plus --help); prints the help and sets *exit
 // to 0 for --help, prints the error and sets *exit to 2 for a usage error;

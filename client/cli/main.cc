@@ -28,6 +28,8 @@ constexpr char kUsage[] =
     "  sweep      accuracy under many masks over a dataset, sharded over "
     "replicas\n"
     "  health     whether the server is SERVING (gRPC health check)\n"
+    "  analyze    per-head attention statistics and pattern classes over a "
+    "dataset\n"
     "\n"
     "Exit codes:\n"
     "  0  success\n"
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
   if (command == "attention") return RunAttention(rest);
   if (command == "sweep") return RunSweep(rest);
   if (command == "health") return RunHealth(rest);
+  if (command == "analyze") return RunAnalyze(rest);
   std::fprintf(stderr, "bertology: unknown command '%s' (see --help)\n",
                command.c_str());
   return kExitUsage;

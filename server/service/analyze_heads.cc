@@ -1,13 +1,147 @@
-// AnalyzeHeads: PLACEHOLDER until the handler lands (returns UNIMPLEMENTED).
+// AnalyzeHeads: per-head attention statistics and pattern classes over a
+// set of inputs (server/core/analysis/). The maps of every layer are reduced
+// as each batch's forward pass returns them, so a dataset costs one pass per
+// example however many heads, and no map leaves the server.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "server/core/analysis/head_stats.h"
+#include "server/core/model/model.h"
+#include "server/core/status_macros.h"
 #include "server/service/handlers.h"
+#include "server/service/model_registry.h"
+#include "server/service/request_validation.h"
 
 namespace bertology {
+namespace {
 
-absl::Status HandleAnalyzeHeads(const HandlerContext&,
-                                const v1::AnalyzeHeadsRequest&,
-                                const EventStream<v1::AnalyzeHeadsResponse>&) {
-  return absl::UnimplementedError("AnalyzeHeads is not implemented yet");
+constexpr absl::Duration kProgressInterval = absl::Milliseconds(100);
+
+void Fill(const std::vector<double>& values,
+          google::protobuf::RepeatedField<float>* out) {
+  out->Reserve(static_cast<int>(values.size()));
+  for (double v : values) out->Add(static_cast<float>(v));
+}
+
+void FillResult(const HeadStats& s, int truncated,
+                v1::AnalyzeHeadsResult* out) {
+  out->set_num_layers(s.num_layers);
+  out->set_num_heads(s.num_heads);
+  out->set_examples(s.examples);
+  out->set_truncated_examples(truncated);
+  out->set_examples_with_match(s.examples_with_match);
+  out->set_pair_examples(s.pair_examples);
+  out->set_own_segment_share(static_cast<float>(s.own_segment_share));
+  v1::HeadStatistics* stats = out->mutable_stats();
+  Fill(s.to_cls, stats->mutable_to_cls());
+  Fill(s.to_sep, stats->mutable_to_sep());
+  Fill(s.to_punctuation, stats->mutable_to_punctuation());
+  Fill(s.to_self, stats->mutable_to_self());
+  Fill(s.to_previous, stats->mutable_to_previous());
+  Fill(s.to_next, stats->mutable_to_next());
+  Fill(s.entropy, stats->mutable_entropy());
+  Fill(s.cross_segment_match, stats->mutable_cross_segment_match());
+  Fill(s.mean_distance, stats->mutable_mean_distance());
+  Fill(s.to_own_segment, stats->mutable_to_own_segment());
+  for (AttentionPatternKind k : s.pattern) {
+    // AttentionPatternKind's values are the proto enum's.
+    stats->add_pattern(static_cast<v1::AttentionPattern>(k));
+  }
+}
+
+}  // namespace
+
+absl::Status HandleAnalyzeHeads(
+    const HandlerContext& ctx, const v1::AnalyzeHeadsRequest& request,
+    const EventStream<v1::AnalyzeHeadsResponse>& stream) {
+  ASSIGN_OR_RETURN(const ServedModel* served,
+                   ctx.models->Find(request.model()));
+  const Model& model = *served->model;
+  const BertConfig& c = model.config();
+  const int layers = c.num_hidden_layers, heads = c.num_attention_heads;
+  const ServiceLimits& limits = *ctx.limits;
+  if (request.inputs().empty()) {
+    return absl::InvalidArgumentError("inputs is empty");
+  }
+  if (request.inputs_size() > limits.max_examples_per_sweep) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("inputs has ", request.inputs_size(),
+                     " entries, over the limit --max_examples_per_sweep=",
+                     limits.max_examples_per_sweep));
+  }
+  ASSIGN_OR_RETURN(HeadMask mask,
+                   ParseHeadMask(request.head_mask(), layers, heads,
+                                 AblationMode::kZero, "head_mask"));
+  // Every input is validated before any pass, so a bad one late in the
+  // list costs no compute.
+  std::vector<Encoding> encodings;
+  encodings.reserve(request.inputs_size());
+  int truncated = 0;
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    ASSIGN_OR_RETURN(
+        Encoding e,
+        EncodeInput(model.tokenizer(), model.max_seq_len(), request.inputs(i),
+                    absl::StrCat("inputs[", i, "]"), limits));
+    truncated += e.truncated ? 1 : 0;
+    encodings.push_back(std::move(e));
+  }
+
+  ForwardOptions options;
+  for (int l = 0; l < layers; ++l) options.attention_layers.push_back(l);
+  // Only the maps are read: no logits, so every head kind (a bare encoder
+  // too) is served.
+  options.compute_logits = false;
+  HeadStatsAccumulator accumulator(layers, heads,
+                                   model.tokenizer().vocab().unk_id());
+  const int total = static_cast<int>(encodings.size());
+  const int batch = std::max(1, limits.max_batch_size);
+  absl::Time last_progress = absl::InfinitePast();
+  for (int begin = 0; begin < total; begin += batch) {
+    if (stream.is_cancelled && stream.is_cancelled()) {
+      return absl::CancelledError(absl::StrCat(
+          "AnalyzeHeads cancelled after ", begin, " of ", total, " examples"));
+    }
+    const int end = std::min(total, begin + batch);
+    std::vector<ModelRow> rows;
+    for (int i = begin; i < end; ++i) rows.push_back({&encodings[i], &mask});
+    ASSIGN_OR_RETURN(ForwardOutput output, model.Forward(rows, options));
+    for (int r = 0; r < end - begin; ++r) {
+      std::vector<const float*> maps(layers);
+      int64_t padded = 0;
+      for (int l = 0; l < layers; ++l) {
+        auto it = output.attentions.find(l);
+        if (it == output.attentions.end() || it->second.shape.size() != 4) {
+          return absl::InternalError(absl::StrCat(
+              "the model returned no [B, H, T, T] attention for layer ", l));
+        }
+        const std::vector<int64_t>& shape = it->second.shape;
+        padded = shape[3];
+        maps[l] = it->second.data.data() + r * shape[1] * padded * padded;
+      }
+      RETURN_IF_ERROR(accumulator.Add(encodings[begin + r], maps, padded));
+    }
+    const absl::Time now = absl::Now();
+    if (end < total && now - last_progress < kProgressInterval) continue;
+    last_progress = now;
+    v1::AnalyzeHeadsResponse event;
+    event.mutable_progress()->set_done(end);
+    event.mutable_progress()->set_total(total);
+    if (!stream.write(event)) {
+      return absl::CancelledError("the client went away");
+    }
+  }
+  v1::AnalyzeHeadsResponse event;
+  FillResult(accumulator.Result(), truncated, event.mutable_result());
+  if (!stream.write(event)) {
+    return absl::CancelledError("the client went away");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace bertology

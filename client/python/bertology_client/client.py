@@ -43,6 +43,19 @@ ClassifyResult = collections.namedtuple(
     ["logits", "probabilities", "labels", "label_names", "truncated",
      "num_tokens", "tokens"])
 
+# AnalyzeHeads' per-head statistics (HeadStatistics' float fields) and the
+# names of its pattern classes.
+_HEAD_STATISTICS = ("to_cls", "to_sep", "to_punctuation", "to_self",
+                    "to_previous", "to_next", "entropy",
+                    "cross_segment_match", "mean_distance", "to_own_segment")
+_PATTERN_NAMES = {
+    pb.ATTENTION_PATTERN_VERTICAL: "vertical",
+    pb.ATTENTION_PATTERN_DIAGONAL: "diagonal",
+    pb.ATTENTION_PATTERN_VERTICAL_DIAGONAL: "vertical+diagonal",
+    pb.ATTENTION_PATTERN_BLOCK: "block",
+    pb.ATTENTION_PATTERN_HETEROGENEOUS: "heterogeneous",
+}
+
 # One streamed sweep event: kind is "plan", "progress", "baseline" or
 # "result"; data is a dict (see _mask_result_dict for results).
 SweepEvent = collections.namedtuple("SweepEvent", ["kind", "data"])
@@ -384,6 +397,45 @@ class Client:
             elif ev.kind in ("plan", "baseline"):
                 out[ev.kind] = ev.data
         out["results"].sort(key=lambda r: r["mask_index"])
+        return out
+
+    def analyze_heads(self, inputs, mask=None, mode=None, model=None,
+                      timeout=None, on_progress=None):
+        """Per-head attention statistics over `inputs` (strings, (text_a,
+        text_b) pairs or dicts) under one mask (AnalyzeHeads). Returns a
+        dict: one float32 array [layers, heads] per statistic ("to_cls",
+        "to_sep", "to_punctuation", "to_self", "to_previous", "to_next",
+        "entropy", "cross_segment_match", "mean_distance",
+        "to_own_segment"; NaN where undefined), "pattern" (an array of
+        names: "vertical", "diagonal", "vertical+diagonal", "block",
+        "heterogeneous"), and the counts "examples", "truncated_examples",
+        "pair_examples", "examples_with_match", "own_segment_share".
+        `on_progress(done, total)` is called for each progress event."""
+        req = pb.AnalyzeHeadsRequest(model=self._model(model),
+                                     inputs=[_pair(x) for x in inputs])
+        hm = head_mask_proto(mask, mode)
+        if hm is not None:
+            req.head_mask.CopyFrom(hm)
+        result = None
+        for event in self._stub.AnalyzeHeads(
+                req, timeout=timeout or self.timeout * 10):
+            kind = event.WhichOneof("event")
+            if kind == "progress" and on_progress is not None:
+                on_progress(event.progress.done, event.progress.total)
+            elif kind == "result":
+                result = event.result
+        if result is None:
+            raise RuntimeError("AnalyzeHeads sent no result")
+        shape = (result.num_layers, result.num_heads)
+        out = {name: np.array(getattr(result.stats, name),
+                              dtype=np.float32).reshape(shape)
+               for name in _HEAD_STATISTICS}
+        out["pattern"] = np.array(
+            [_PATTERN_NAMES.get(p, "unspecified") for p in result.stats.pattern],
+            dtype=object).reshape(shape)
+        for name in ("examples", "truncated_examples", "pair_examples",
+                     "examples_with_match", "own_segment_share"):
+            out[name] = getattr(result, name)
         return out
 
     def _model(self, model):

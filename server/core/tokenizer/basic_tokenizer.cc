@@ -126,6 +126,10 @@ bool IsBertPunctuation(char32_t cp) {
       (cp >= 91 && cp <= 96) || (cp >= 123 && cp <= 126)) {
     return true;
   }
+  return IsUnicodePunctuation(cp);
+}
+
+bool IsUnicodePunctuation(char32_t cp) {
   switch (Category(cp)) {
     case UTF8PROC_CATEGORY_PC:
     case UTF8PROC_CATEGORY_PD:

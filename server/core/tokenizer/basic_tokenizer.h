@@ -75,6 +75,9 @@ bool IsBertWhitespace(char32_t cp);   // _is_whitespace
 bool IsBertControl(char32_t cp);      // _is_control
 bool IsBertPunctuation(char32_t cp);  // _is_punctuation
 bool IsCjkIdeograph(char32_t cp);     // _is_chinese_char
+// Unicode punctuation proper (categories P*), without the ASCII symbols
+// _is_punctuation adds; AnalyzeHeads' to_punctuation uses it.
+bool IsUnicodePunctuation(char32_t cp);
 
 }  // namespace bertology
 

@@ -1,0 +1,292 @@
+// `bertology analyze`: per-head attention statistics and pattern classes
+// over a dataset or one text/pair (the AnalyzeHeads RPC), printed as a
+// table or written with --out-dir as head_stats.csv, head_stats.json and
+// one layers x heads SVG heatmap per statistic plus the pattern grid.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cli/commands.h"
+#include "client/cli/connection.h"
+#include "client/cli/exit_codes.h"
+#include "client/cli/labeled_data.h"
+#include "client/cli/mask_flags.h"
+#include "client/render/file_output.h"
+#include "client/render/head_grid_figures.h"
+#include "nlohmann/json.hpp"
+
+namespace bertology {
+namespace client {
+namespace {
+
+constexpr char kCommand[] = "analyze";
+
+struct Statistic {
+  const char* name;   // CSV column, JSON key, file stem
+  const char* title;  // the heatmap's title
+  const google::protobuf::RepeatedField<float>& (
+      v1::HeadStatistics::*get)() const;
+  int decimals;
+  double scale_max;  // 0: the largest value (see HeadGrid)
+};
+
+const std::vector<Statistic>& Statistics() {
+  using S = v1::HeadStatistics;
+  static const std::vector<Statistic> kStats = {
+      {"to_cls", "Mean attention to [CLS]", &S::to_cls, 2, 1},
+      {"to_sep", "Mean attention to [SEP]", &S::to_sep, 2, 1},
+      {"to_punctuation", "Mean attention to punctuation", &S::to_punctuation, 2,
+       1},
+      {"to_self", "Mean attention to the token itself", &S::to_self, 2, 1},
+      {"to_previous", "Mean attention to the previous token", &S::to_previous,
+       2, 1},
+      {"to_next", "Mean attention to the next token", &S::to_next, 2, 1},
+      {"entropy", "Mean entropy of the attention (nats)", &S::entropy, 2, 0},
+      {"cross_segment_match",
+       "Attention to the same token in the other segment",
+       &S::cross_segment_match, 2, 1},
+      {"mean_distance", "Mean attention distance (tokens)", &S::mean_distance,
+       1, 0},
+      {"to_own_segment", "Attention within the token's own segment",
+       &S::to_own_segment, 2, 1},
+  };
+  return kStats;
+}
+
+std::string PatternName(v1::AttentionPattern p) {
+  switch (p) {
+    case v1::ATTENTION_PATTERN_VERTICAL:
+      return "vertical";
+    case v1::ATTENTION_PATTERN_DIAGONAL:
+      return "diagonal";
+    case v1::ATTENTION_PATTERN_VERTICAL_DIAGONAL:
+      return "vertical+diagonal";
+    case v1::ATTENTION_PATTERN_BLOCK:
+      return "block";
+    case v1::ATTENTION_PATTERN_HETEROGENEOUS:
+      return "heterogeneous";
+    default:
+      return "unspecified";
+  }
+}
+
+// Round-trippable float text, "nan" for NaN (CSV has no null).
+std::string Number(float v) {
+  return std::isnan(v) ? "nan" : absl::StrFormat("%.9g", v);
+}
+
+std::string Csv(const v1::AnalyzeHeadsResult& r) {
+  std::string out = "layer,head";
+  for (const Statistic& s : Statistics()) absl::StrAppend(&out, ",", s.name);
+  absl::StrAppend(&out, ",pattern\n");
+  const v1::HeadStatistics& st = r.stats();
+  for (int l = 0; l < r.num_layers(); ++l) {
+    for (int h = 0; h < r.num_heads(); ++h) {
+      const int k = l * r.num_heads() + h;
+      absl::StrAppend(&out, l, ",", h);
+      for (const Statistic& s : Statistics()) {
+        const auto& values = (st.*s.get)();
+        absl::StrAppend(&out, ",",
+                        k < values.size() ? Number(values[k]) : "nan");
+      }
+      absl::StrAppend(
+          &out, ",",
+          k < st.pattern_size() ? PatternName(st.pattern(k)) : "unspecified",
+          "\n");
+    }
+  }
+  return out;
+}
+
+nlohmann::json Json(const std::string& model, const v1::AnalyzeHeadsResult& r) {
+  auto num = [](float v) -> nlohmann::json {
+    return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
+  };
+  nlohmann::json j{{"model", model},
+                   {"num_layers", r.num_layers()},
+                   {"num_heads", r.num_heads()},
+                   {"examples", r.examples()},
+                   {"truncated_examples", r.truncated_examples()},
+                   {"pair_examples", r.pair_examples()},
+                   {"examples_with_match", r.examples_with_match()},
+                   {"own_segment_share", num(r.own_segment_share())}};
+  // Each statistic as [layers][heads] (null for NaN).
+  for (const Statistic& s : Statistics()) {
+    const auto& values = (r.stats().*s.get)();
+    nlohmann::json rows = nlohmann::json::array();
+    for (int l = 0; l < r.num_layers(); ++l) {
+      nlohmann::json row = nlohmann::json::array();
+      for (int h = 0; h < r.num_heads(); ++h) {
+        const int k = l * r.num_heads() + h;
+        row.push_back(k < values.size() ? num(values[k]) : nullptr);
+      }
+      rows.push_back(row);
+    }
+    j["stats"][s.name] = rows;
+  }
+  nlohmann::json patterns = nlohmann::json::array();
+  for (int l = 0; l < r.num_layers(); ++l) {
+    nlohmann::json row = nlohmann::json::array();
+    for (int h = 0; h < r.num_heads(); ++h) {
+      const int k = l * r.num_heads() + h;
+      row.push_back(k < r.stats().pattern_size()
+                        ? PatternName(r.stats().pattern(k))
+                        : "unspecified");
+    }
+    patterns.push_back(row);
+  }
+  j["pattern"] = patterns;
+  return j;
+}
+
+absl::Status WriteOutDir(const std::string& dir, const std::string& model,
+                         const v1::AnalyzeHeadsResult& r) {
+  std::vector<std::string> written;
+  absl::Status s =
+      render::WriteOutputFile(dir, "head_stats.csv", Csv(r), &written);
+  if (s.ok()) {
+    s = render::WriteOutputFile(dir, "head_stats.json",
+                                Json(model, r).dump(2) + "\n", &written);
+  }
+  const std::string subtitle =
+      absl::StrCat(model.empty() ? "" : model + " · ", r.examples(),
+                   " examples (", r.pair_examples(), " pairs)");
+  for (const Statistic& stat : Statistics()) {
+    if (!s.ok()) break;
+    render::HeadGrid grid;
+    grid.title = stat.title;
+    grid.subtitle = subtitle;
+    grid.num_layers = r.num_layers();
+    grid.num_heads = r.num_heads();
+    for (float v : (r.stats().*stat.get)()) grid.values.push_back(v);
+    grid.scale_max = stat.scale_max;
+    grid.decimals = stat.decimals;
+    s = render::WriteOutputFile(dir, absl::StrCat(stat.name, ".svg"),
+                                render::HeadGridSvg(grid), &written);
+  }
+  if (s.ok()) {
+    std::vector<std::string> names;
+    for (int p : r.stats().pattern()) {
+      names.push_back(PatternName(static_cast<v1::AttentionPattern>(p)));
+    }
+    s = render::WriteOutputFile(
+        dir, "patterns.svg",
+        render::PatternGridSvg(subtitle, r.num_layers(), r.num_heads(), names),
+        &written);
+  }
+  for (const std::string& path : written) std::printf("%s\n", path.c_str());
+  return s;
+}
+
+}  // namespace
+
+int RunAnalyze(const Argv& argv) {
+  std::vector<FlagSpec> flags = ConnectionFlags();
+  for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
+  for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
+  flags.push_back({"out-dir", true,
+                   "write head_stats.csv, head_stats.json, one SVG heatmap "
+                   "per statistic and patterns.svg here",
+                   "DIR"});
+  flags.push_back({"quiet", false, "no progress on stderr"});
+  Args args;
+  int exit = 0;
+  if (!ParseCommandArgs(
+          kCommand,
+          "Usage: bertology analyze --data=FILE [column flags] [mask] "
+          "[--out-dir=DIR]\n"
+          "       bertology analyze --text-a=TEXT [--text-b=TEXT] [mask] "
+          "[--out-dir=DIR]\n"
+          "Per-head attention statistics (Clark et al. 2019: to [CLS], "
+          "[SEP],\npunctuation, self, previous, next; entropy; distance; "
+          "cross-segment\nterm matching) and pattern classes (Kovaleva et al. "
+          "2019) over the\ninputs, under the mask. Without --out-dir, prints "
+          "the CSV.",
+          flags, argv, &args, &exit)) {
+    return exit;
+  }
+  auto mask = ParseHeadMask(args);
+  if (!mask.ok()) return Fail(kCommand, kExitUsage, mask.status());
+  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  if (!channel.ok()) return Fail(kCommand, kExitUsage, channel.status());
+  auto stub = v1::Bertology::NewStub(*channel);
+  auto info = FetchModelInfo(stub.get(), args);
+  if (!info.ok()) return Fail(kCommand, kExitRpc, info.status());
+
+  v1::AnalyzeHeadsRequest request;
+  request.set_model(args.Get("model"));
+  *request.mutable_head_mask() = *mask;
+  if (args.Has("data")) {
+    const std::vector<std::string> labels(info->model.label_names().begin(),
+                                          info->model.label_names().end());
+    auto loaded = LoadLabeledData(args, labels, /*require_labels=*/false);
+    if (!loaded.ok()) {
+      return Fail(
+          kCommand,
+          absl::IsInvalidArgument(loaded.status()) &&
+                  loaded.status().message().find(':') == std::string::npos
+              ? kExitUsage
+              : kExitData,
+          loaded.status());
+    }
+    for (const v1::LabeledExample& e : loaded->examples) {
+      *request.add_inputs() = e.input();
+    }
+  } else {
+    const auto& pos = args.positional();
+    v1::TextInput* input = request.add_inputs();
+    input->set_text_a(args.Get("text-a", pos.size() > 0 ? pos[0] : ""));
+    input->set_text_b(args.Get("text-b", pos.size() > 1 ? pos[1] : ""));
+    if (input->text_a().empty()) {
+      return Fail(kCommand, kExitUsage,
+                  absl::InvalidArgumentError("give --text-a or --data"));
+    }
+  }
+  // One call: the statistics are means that the server classifies into
+  // patterns, so a dataset over the limit is refused here rather than
+  // merged from several calls.
+  const int limit = info->limits.max_examples_per_sweep();
+  if (limit > 0 && request.inputs_size() > limit) {
+    return Fail(kCommand, kExitUsage,
+                absl::InvalidArgumentError(absl::StrCat(
+                    "the data has ", request.inputs_size(),
+                    " inputs, over the server's max_examples_per_sweep=", limit,
+                    " (use --limit)")));
+  }
+  auto context = NewContext(args, absl::Hours(1));
+  if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
+  auto reader = stub->AnalyzeHeads(context->get(), request);
+  v1::AnalyzeHeadsResponse event;
+  v1::AnalyzeHeadsResult result;
+  bool have_result = false;
+  const bool quiet = args.Has("quiet");
+  while (reader->Read(&event)) {
+    if (event.has_progress() && !quiet) {
+      std::fprintf(stderr, "analyzed %lld/%lld examples\n",
+                   static_cast<long long>(event.progress().done()),
+                   static_cast<long long>(event.progress().total()));
+    } else if (event.has_result()) {
+      result = event.result();
+      have_result = true;
+    }
+  }
+  absl::Status s = FromGrpcStatus(reader->Finish());
+  if (!s.ok()) return Fail(kCommand, kExitRpc, s);
+  if (!have_result) {
+    return Fail(kCommand, kExitRpc,
+                absl::InternalError("the server sent no result"));
+  }
+  if (!args.Has("out-dir")) {
+    std::printf("%s", Csv(result).c_str());
+    return kExitOk;
+  }
+  s = WriteOutDir(args.Get("out-dir"), info->model.name(), result);
+  if (!s.ok()) return Fail(kCommand, kExitData, s);
+  return kExitOk;
+}
+
+}  // namespace client
+}  // namespace bertology
