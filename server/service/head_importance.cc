@@ -1,20 +1,169 @@
-// HeadImportance and PruneCurve: PLACEHOLDER until the handlers land
-// (return UNIMPLEMENTED).
+// HeadImportance and PruneCurve: validation and stream events around the
+// core's ComputeHeadImportance and RunPruneCurve (server/core/importance/),
+// which take gradients with respect to a head mask through the model's own
+// modules (Michel et al. 2019; HF run_bertology.py).
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "server/core/importance/importance.h"
+#include "server/core/model/model.h"
+#include "server/core/status_macros.h"
 #include "server/service/handlers.h"
+#include "server/service/labeled_examples.h"
+#include "server/service/model_registry.h"
+#include "server/service/proto_conversion.h"
+#include "server/service/request_validation.h"
 
 namespace bertology {
+namespace {
 
-absl::Status HandleHeadImportance(
-    const HandlerContext&, const v1::HeadImportanceRequest&,
-    const EventStream<v1::HeadImportanceResponse>&) {
-  return absl::UnimplementedError("HeadImportance is not implemented yet");
+constexpr absl::Duration kProgressInterval = absl::Milliseconds(100);
+
+ImportanceOptions ToOptions(const v1::ImportanceOptions& proto,
+                            const ServiceLimits& limits) {
+  ImportanceOptions options;
+  options.layer_norm = !proto.no_layer_norm();
+  options.global_norm = !proto.no_global_norm();
+  options.max_batch_rows = limits.max_batch_size;
+  return options;
 }
 
-absl::Status HandlePruneCurve(const HandlerContext&,
-                              const v1::PruneCurveRequest&,
-                              const EventStream<v1::PruneCurveResponse>&) {
-  return absl::UnimplementedError("PruneCurve is not implemented yet");
+void FillResult(const ImportanceResult& r, v1::HeadImportanceResult* out) {
+  out->set_num_layers(r.layers);
+  out->set_num_heads(r.heads);
+  for (double v : r.importance) out->add_importance(v);
+  for (double v : r.raw) out->add_raw_importance(v);
+  out->set_examples(r.examples);
+  out->set_scored(r.scored);
+  out->set_correct(r.correct);
+  out->set_accuracy(r.accuracy);
+  out->set_loss_sum(r.loss_sum);
+}
+
+void FillStep(const PruneStep& s, v1::PruneStep* out) {
+  out->set_step(s.step);
+  out->set_heads_left(s.heads_left);
+  out->set_accuracy(s.scores.accuracy);
+  out->set_loss_sum(s.scores.loss_sum);
+  FillLayerHeads(s.masked, out->mutable_masked());
+  FillLayerHeads(s.masked_this_step, out->mutable_masked_this_step());
+}
+
+// Writes events to `stream`, progress at most every kProgressInterval (and
+// always the last), and remembers whether the client went away. The core
+// calls back from the handler's thread only.
+template <typename Event>
+class Events {
+ public:
+  explicit Events(const EventStream<Event>& stream) : stream_(stream) {}
+  void Write(const Event& event) {
+    if (!failed_ && !stream_.write(event)) failed_ = true;
+  }
+  void Progress(int64_t done, int64_t total) {
+    const absl::Time now = absl::Now();
+    if (done < total && now - last_ < kProgressInterval) return;
+    last_ = now;
+    Event event;
+    event.mutable_progress()->set_done(done);
+    event.mutable_progress()->set_total(total);
+    Write(event);
+  }
+  bool Cancelled() const {
+    return failed_ || (stream_.is_cancelled && stream_.is_cancelled());
+  }
+  absl::Status Finish(absl::Status status) const {
+    if (status.ok() && failed_) {
+      return absl::CancelledError("the client went away");
+    }
+    return status;
+  }
+
+ private:
+  const EventStream<Event>& stream_;
+  bool failed_ = false;
+  absl::Time last_ = absl::InfinitePast();
+};
+
+}  // namespace
+
+absl::Status HandleHeadImportance(
+    const HandlerContext& ctx, const v1::HeadImportanceRequest& request,
+    const EventStream<v1::HeadImportanceResponse>& stream) {
+  ASSIGN_OR_RETURN(const ServedModel* served,
+                   ctx.models->Find(request.model()));
+  const Model& model = *served->model;
+  RETURN_IF_ERROR(model.CheckCanClassify());
+  RETURN_IF_ERROR(CheckExampleCount(*ctx.limits, request.examples_size()));
+  const BertConfig& c = model.config();
+  ASSIGN_OR_RETURN(
+      const HeadMask mask,
+      ParseHeadMask(request.head_mask(), c.num_hidden_layers,
+                    c.num_attention_heads, AblationMode::kZero, "head_mask"));
+  ASSIGN_OR_RETURN(
+      const std::vector<SweepExample> examples,
+      EncodeLabeledExamples(*ctx.limits, *served, request.examples(), nullptr));
+  Events<v1::HeadImportanceResponse> events(stream);
+  ImportanceCallbacks callbacks;
+  callbacks.on_progress = [&](int64_t done, int64_t total) {
+    events.Progress(done, total);
+  };
+  callbacks.is_cancelled = [&] { return events.Cancelled(); };
+  absl::StatusOr<ImportanceResult> result = ComputeHeadImportance(
+      model, examples, mask, ToOptions(request.options(), *ctx.limits),
+      callbacks);
+  if (!result.ok()) return events.Finish(result.status());
+  v1::HeadImportanceResponse event;
+  FillResult(*result, event.mutable_result());
+  events.Write(event);
+  return events.Finish(absl::OkStatus());
+}
+
+absl::Status HandlePruneCurve(
+    const HandlerContext& ctx, const v1::PruneCurveRequest& request,
+    const EventStream<v1::PruneCurveResponse>& stream) {
+  ASSIGN_OR_RETURN(const ServedModel* served,
+                   ctx.models->Find(request.model()));
+  const Model& model = *served->model;
+  RETURN_IF_ERROR(model.CheckCanClassify());
+  RETURN_IF_ERROR(CheckExampleCount(*ctx.limits, request.examples_size()));
+  PruneOptions options;
+  // 0 (unset) means the default; anything else must be in (0, 1]
+  // (RunPruneCurve refuses it, naming the field, before any pass).
+  if (request.threshold() != 0) options.threshold = request.threshold();
+  if (request.step_fraction() != 0) {
+    options.step_fraction = request.step_fraction();
+  }
+  ASSIGN_OR_RETURN(
+      options.mode,
+      ParseAblationMode(request.mode(), AblationMode::kZero, "mode"));
+  options.importance = ToOptions(request.options(), *ctx.limits);
+  ASSIGN_OR_RETURN(
+      const std::vector<SweepExample> examples,
+      EncodeLabeledExamples(*ctx.limits, *served, request.examples(), nullptr));
+  Events<v1::PruneCurveResponse> events(stream);
+  std::vector<PruneStep> steps;
+  PruneCallbacks callbacks;
+  callbacks.on_step = [&](const PruneStep& s) {
+    steps.push_back(s);
+    v1::PruneCurveResponse event;
+    FillStep(s, event.mutable_step());
+    events.Write(event);
+  };
+  callbacks.on_progress = [&](int64_t done, int64_t total) {
+    events.Progress(done, total);
+  };
+  callbacks.is_cancelled = [&] { return events.Cancelled(); };
+  absl::StatusOr<int> kept = RunPruneCurve(model, examples, options, callbacks);
+  if (!kept.ok()) return events.Finish(kept.status());
+  v1::PruneCurveResponse event;
+  FillStep(steps.at(*kept), event.mutable_kept());
+  events.Write(event);
+  return events.Finish(absl::OkStatus());
 }
 
 }  // namespace bertology

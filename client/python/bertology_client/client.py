@@ -179,6 +179,37 @@ def _token_predictions(p):
             "text": [x.text for x in t]}
 
 
+def _labeled_example(ex):
+    """A LabeledExample from (text_a, text_b, label), (text, label) or a
+    LabeledExample; label is a class index or a list of word labels."""
+    if isinstance(ex, pb.LabeledExample):
+        return ex
+    *texts, label = ex
+    a, b = (texts + [""])[:2]
+    example = pb.LabeledExample(input=pb.TextInput(text_a=a, text_b=b or ""))
+    if isinstance(label, (list, tuple, np.ndarray)):
+        example.word_labels.extend(int(x) for x in label)
+    else:
+        example.label = int(label)
+    return example
+
+
+def _importance_dict(r):
+    shape = (r.num_layers, r.num_heads)
+    return {"importance": np.array(r.importance, dtype=np.float64).reshape(shape),
+            "raw_importance": np.array(r.raw_importance,
+                                       dtype=np.float64).reshape(shape),
+            "examples": r.examples, "scored": r.scored, "correct": r.correct,
+            "accuracy": r.accuracy, "loss_sum": r.loss_sum}
+
+
+def _prune_step_dict(s):
+    return {"step": s.step, "heads_left": s.heads_left,
+            "accuracy": s.accuracy, "loss_sum": s.loss_sum,
+            "masked": [(h.layer, h.head) for h in s.masked],
+            "masked_this_step": [(h.layer, h.head) for h in s.masked_this_step]}
+
+
 def _mask_spec(spec, index):
     """MaskSpec from a proto, a generator dict or a mask."""
     if isinstance(spec, pb.MaskSpec):
@@ -353,19 +384,7 @@ class Client:
         protos. Yields SweepEvent(kind, dict) in server order."""
         req = pb.SweepAblationRequest(model=self._model(model),
                                       mode=_mode(mode))
-        for ex in examples:
-            if isinstance(ex, pb.LabeledExample):
-                req.examples.append(ex)
-                continue
-            *texts, label = ex
-            a, b = (texts + [""])[:2]
-            example = pb.LabeledExample(
-                input=pb.TextInput(text_a=a, text_b=b or ""))
-            if isinstance(label, (list, tuple, np.ndarray)):
-                example.word_labels.extend(int(x) for x in label)
-            else:
-                example.label = int(label)
-            req.examples.append(example)
+        req.examples.extend(_labeled_example(ex) for ex in examples)
         req.masks.extend(_mask_spec(m, i) for i, m in enumerate(masks))
         req.options.max_batch_rows = max_batch_rows
         stream = self._stub.SweepAblation(req, timeout=timeout or
@@ -397,6 +416,65 @@ class Client:
             elif ev.kind in ("plan", "baseline"):
                 out[ev.kind] = ev.data
         out["results"].sort(key=lambda r: r["mask_index"])
+        return out
+
+    def head_importance(self, examples, mask=None, mode=None,
+                        no_layer_norm=False, no_global_norm=False, model=None,
+                        timeout=None, on_progress=None):
+        """Head importance (Michel et al. 2019; HF run_bertology.py) over
+        labelled `examples` (as sweep()) at `mask` (any accepted form;
+        default none). Returns {"importance", "raw_importance"} as float64
+        [layers, heads] arrays (sum over examples of |d loss / d mask|,
+        then HF's normalisation unless turned off) and the scores under the
+        mask ("examples", "scored", "correct", "accuracy", "loss_sum")."""
+        req = pb.HeadImportanceRequest(
+            model=self._model(model),
+            examples=[_labeled_example(ex) for ex in examples])
+        hm = head_mask_proto(mask, mode)
+        if hm is not None:
+            req.head_mask.CopyFrom(hm)
+        req.options.no_layer_norm = no_layer_norm
+        req.options.no_global_norm = no_global_norm
+        result = None
+        for event in self._stub.HeadImportance(
+                req, timeout=timeout or self.timeout * 10):
+            kind = event.WhichOneof("event")
+            if kind == "progress" and on_progress is not None:
+                on_progress(event.progress.done, event.progress.total)
+            elif kind == "result":
+                result = event.result
+        if result is None:
+            raise RuntimeError("HeadImportance sent no result")
+        return _importance_dict(result)
+
+    def prune_curve(self, examples, threshold=0.0, step_fraction=0.0,
+                    mode=None, no_layer_norm=False, no_global_norm=False,
+                    model=None, timeout=None, on_progress=None):
+        """HF run_bertology.py's mask_heads over labelled `examples` (as
+        sweep()): mask the least important heads step by step until
+        accuracy falls below threshold * the unmasked accuracy (0: the
+        defaults 0.9 and 0.1). Returns {"steps": [step dicts in order:
+        "step", "heads_left", "accuracy", "loss_sum", "masked",
+        "masked_this_step" ((layer, head) lists)], "kept": the last step at
+        or above the threshold}."""
+        req = pb.PruneCurveRequest(
+            model=self._model(model),
+            examples=[_labeled_example(ex) for ex in examples],
+            threshold=threshold, step_fraction=step_fraction, mode=_mode(mode))
+        req.options.no_layer_norm = no_layer_norm
+        req.options.no_global_norm = no_global_norm
+        out = {"steps": [], "kept": None}
+        for event in self._stub.PruneCurve(
+                req, timeout=timeout or self.timeout * 10):
+            kind = event.WhichOneof("event")
+            if kind == "progress" and on_progress is not None:
+                on_progress(event.progress.done, event.progress.total)
+            elif kind == "step":
+                out["steps"].append(_prune_step_dict(event.step))
+            elif kind == "kept":
+                out["kept"] = _prune_step_dict(event.kept)
+        if out["kept"] is None:
+            raise RuntimeError("PruneCurve sent no kept step")
         return out
 
     def analyze_heads(self, inputs, mask=None, mode=None, model=None,

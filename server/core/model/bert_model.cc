@@ -76,6 +76,25 @@ BatchHeadMask MakeBatchHeadMask(const std::vector<const HeadMask*>& masks,
   return out;
 }
 
+// A mask given as a tensor (Run's mask_tensor): every layer is masked, so
+// the graph reaches every head's value even where it is 1.
+BatchHeadMask TensorHeadMask(const torch::Tensor& mask_tensor,
+                             AblationMode mode, int64_t rows, int layers,
+                             int heads, torch::ScalarType dtype) {
+  TORCH_CHECK(mask_tensor.is_floating_point(), "mask_tensor must be float");
+  torch::Tensor values = mask_tensor;
+  if (values.dim() == 2) values = values.unsqueeze(0).expand({rows, -1, -1});
+  TORCH_CHECK(values.dim() == 3 && values.size(0) == rows &&
+                  values.size(1) == layers && values.size(2) == heads,
+              "mask_tensor of shape ", mask_tensor.sizes(), " for ", rows,
+              " rows of a model of ", layers, "x", heads);
+  BatchHeadMask out;
+  out.values = values.to(dtype);  // differentiable
+  out.masked_layers.assign(layers, true);
+  out.row_modes.assign(rows, mode);
+  return out;
+}
+
 std::string ShapeString(const torch::Tensor& t) {
   return absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]");
 }
@@ -157,7 +176,8 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
     const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
     const torch::Tensor& attention_mask,
     const std::vector<const HeadMask*>& masks, const ForwardOptions& options,
-    const torch::Tensor& start_hidden) {
+    const torch::Tensor& start_hidden, const torch::Tensor& mask_tensor,
+    AblationMode mask_mode) {
   TORCH_CHECK(!options.compute_logits || has_classifier(),
               "compute_logits on a model without a classifier");
   const int64_t b = input_ids.size(0);
@@ -174,8 +194,14 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
   AttentionContext context;
   torch::Tensor mask = attention_mask.to(dtype).view({b, 1, 1, t});
   context.extended_mask = (1 - mask) * LowestValue(dtype);
-  const BatchHeadMask head_mask = MakeBatchHeadMask(
-      masks, b, num_layers_, num_heads_, input_ids.device(), dtype);
+  TORCH_CHECK(!mask_tensor.defined() || masks.empty(),
+              "mask_tensor and per-row head masks together");
+  const BatchHeadMask head_mask =
+      mask_tensor.defined()
+          ? TensorHeadMask(mask_tensor, mask_mode, b, num_layers_, num_heads_,
+                           dtype)
+          : MakeBatchHeadMask(masks, b, num_layers_, num_heads_,
+                              input_ids.device(), dtype);
   if (head_mask.values.defined()) {
     context.fills = MakeAblationFills(head_mask.row_modes, mask);
   }

@@ -121,12 +121,23 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
   // options.start_layer when that is > 0. Throws c10::Error on what the
   // caller should have refused first (Model::Forward does: compute_logits
   // without a classifier, a mask of the wrong shape, layers out of range).
+  //
+  // `mask_tensor` (when defined; `masks` must then be empty) replaces the
+  // HeadMask values: [B, L, H] or [L, H] (every row the same), any float
+  // dtype on the device, applied in `mask_mode` to every row of every
+  // layer. It exists for gradients with respect to the mask (head
+  // importance, server/core/importance/): the values stay in the autograd
+  // graph (converted to the compute dtype differentiably), so the caller
+  // runs with grad enabled and outside InferenceMode. The HeadMask path
+  // above is unchanged by it.
   BertRunOutput Run(const torch::Tensor& input_ids,
                     const torch::Tensor& token_type_ids,
                     const torch::Tensor& attention_mask,
                     const std::vector<const HeadMask*>& masks,
                     const ForwardOptions& options,
-                    const torch::Tensor& start_hidden = torch::Tensor());
+                    const torch::Tensor& start_hidden = torch::Tensor(),
+                    const torch::Tensor& mask_tensor = torch::Tensor(),
+                    AblationMode mask_mode = AblationMode::kZero);
 
   BertModel bert{nullptr};
   torch::nn::Dropout dropout{nullptr};

@@ -65,6 +65,7 @@ struct ForwardOutput {
 struct ModelInput;
 struct TensorOutput;
 struct ModelPlacement;
+struct HeadMaskTensor;
 
 class Model {
  public:
@@ -126,6 +127,18 @@ class Model {
   // ([B, T, D] when options.start_layer > 0).
   absl::StatusOr<TensorOutput> ForwardTensors(
       const ModelInput& input, const std::vector<const HeadMask*>& masks,
+      const ForwardOptions& options) const;
+  // As ForwardTensors, with autograd: one pass under `mask` (a tensor, e.g.
+  // one that requires grad) with grad mode on instead of InferenceMode, so
+  // the outputs stay in the graph and d(logits)/d(mask) exists (head
+  // importance). Logits are float32 on the CPU, converted differentiably.
+  // The same module code as every other pass. FAILED_PRECONDITION when
+  // called under InferenceMode (there would be no graph); INVALID_ARGUMENT
+  // for a mask not [B, L, H] or [L, H] floats. The module's parameters are
+  // shared: take gradients with torch::autograd::grad on the mask (never
+  // backward(), which would accumulate into the parameters' .grad).
+  absl::StatusOr<TensorOutput> ForwardWithGrad(
+      const ModelInput& input, const HeadMaskTensor& mask,
       const ForwardOptions& options) const;
 
  private:

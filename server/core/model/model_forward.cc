@@ -76,6 +76,21 @@ auto CatchTorch(Fn fn) -> decltype(fn()) {
   }
 }
 
+// As CatchTorch, with grad mode on and outside InferenceMode.
+template <typename Fn>
+auto CatchTorchWithGrad(Fn fn) -> decltype(fn()) {
+  try {
+    torch::AutoGradMode grad_mode(true);
+    return fn();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("forward pass with grad failed: ",
+                                            e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat("forward pass with grad failed: ", e.what()));
+  }
+}
+
 }  // namespace
 
 absl::Status Model::CheckCanClassify() const {
@@ -204,6 +219,46 @@ absl::StatusOr<TensorOutput> Model::ForwardTensors(
       result.attentions[layer] = probs.to(torch::kCPU, torch::kFloat);
     }
     result.hidden = std::move(out.hidden);
+    return result;
+  });
+}
+
+absl::StatusOr<TensorOutput> Model::ForwardWithGrad(
+    const ModelInput& input, const HeadMaskTensor& mask,
+    const ForwardOptions& options) const {
+  if (c10::InferenceMode::is_enabled()) {
+    return absl::FailedPreconditionError(
+        "ForwardWithGrad under InferenceMode: no autograd graph is recorded");
+  }
+  if (options.start_layer != 0 || !options.capture_hidden.empty()) {
+    return absl::InvalidArgumentError(
+        "ForwardWithGrad runs from the embeddings (no start_layer or "
+        "capture_hidden)");
+  }
+  const torch::Tensor& m = mask.values;
+  const int64_t layers = config_.num_hidden_layers;
+  const int64_t heads = config_.num_attention_heads;
+  const int64_t b = input.input_ids.defined() && input.input_ids.dim() == 2
+                        ? input.input_ids.size(0)
+                        : -1;
+  if (!m.defined() || !m.is_floating_point() ||
+      !(HasShape(m, {layers, heads}) || HasShape(m, {b, layers, heads}))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mask must be a float [", layers, ", ", heads, "] or [B, ", layers,
+        ", ", heads, "] tensor, got ", m.defined() ? Shape(m) : "undefined"));
+  }
+  return CatchTorchWithGrad([&]() -> absl::StatusOr<TensorOutput> {
+    RETURN_IF_ERROR(CheckForward(input, {}, options));
+    BertRunOutput out = module_->Run(
+        input.input_ids, input.token_type_ids, input.attention_mask, {},
+        options, torch::Tensor(), m.to(placement_->device), mask.mode);
+    TensorOutput result;
+    if (out.logits.defined()) {
+      result.logits = out.logits.to(torch::kCPU, torch::kFloat);
+    }
+    for (auto& [layer, probs] : out.attentions) {
+      result.attentions[layer] = probs.to(torch::kCPU, torch::kFloat);
+    }
     return result;
   });
 }

@@ -32,6 +32,13 @@ struct TensorOutput {
       hidden;  // layer -> [B, T, D], model device/dtype
 };
 
+// A head mask as a tensor (Model::ForwardWithGrad): every row of the batch
+// in `mode`, every layer masked by `values`.
+struct HeadMaskTensor {
+  torch::Tensor values;  // [B, L, H] or [L, H], float, on any device
+  AblationMode mode = AblationMode::kZero;
+};
+
 // Where a Model computes.
 struct ModelPlacement {
   torch::Device device{torch::kCPU};

@@ -108,37 +108,7 @@ class SweepRun {
       return absl::InvalidArgumentError(absl::StrCat(
           "max_batch_rows=", options_.max_batch_rows, " must be >= 1"));
     }
-    const int num_labels = static_cast<int>(model_.config().id2label.size());
-    const bool per_token = model_.head_kind() == HeadKind::kTokenClassification;
-    auto check_label = [&](size_t i, int label, const std::string& field) {
-      if (label < 0 || label >= num_labels) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("examples[", i, "].", field, "=", label,
-                         " out of range [0, ", num_labels, ")"));
-      }
-      return absl::OkStatus();
-    };
-    for (size_t i = 0; i < examples_.size(); ++i) {
-      const SweepExample& e = examples_[i];
-      if (e.encoding.tokens.empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("examples[", i, "].encoding has no tokens"));
-      }
-      if (!per_token) {
-        RETURN_IF_ERROR(check_label(i, e.label, "label"));
-        continue;
-      }
-      if (e.token_labels.size() != e.encoding.tokens.size()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "examples[", i, "].token_labels has ", e.token_labels.size(),
-            " entries for ", e.encoding.tokens.size(), " tokens"));
-      }
-      for (size_t t = 0; t < e.token_labels.size(); ++t) {
-        if (e.token_labels[t] == kUnscoredToken) continue;
-        RETURN_IF_ERROR(check_label(i, e.token_labels[t],
-                                    absl::StrCat("token_labels[", t, "]")));
-      }
-    }
+    RETURN_IF_ERROR(CheckSweepExamples(model_, examples_));
     for (size_t i = 0; i < masks_.size(); ++i) {
       RETURN_IF_ERROR(model_.CheckHeadMask(
           masks_[i].mask, absl::StrCat("masks[", i, "] (", masks_[i].id, ")")));
@@ -379,6 +349,42 @@ class SweepRun {
 };
 
 }  // namespace
+
+absl::Status CheckSweepExamples(const Model& model,
+                                const std::vector<SweepExample>& examples) {
+  const int num_labels = static_cast<int>(model.config().id2label.size());
+  const bool per_token = model.head_kind() == HeadKind::kTokenClassification;
+  auto check_label = [&](size_t i, int label, const std::string& field) {
+    if (label < 0 || label >= num_labels) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("examples[", i, "].", field, "=", label,
+                       " out of range [0, ", num_labels, ")"));
+    }
+    return absl::OkStatus();
+  };
+  for (size_t i = 0; i < examples.size(); ++i) {
+    const SweepExample& e = examples[i];
+    if (e.encoding.tokens.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("examples[", i, "].encoding has no tokens"));
+    }
+    if (!per_token) {
+      RETURN_IF_ERROR(check_label(i, e.label, "label"));
+      continue;
+    }
+    if (e.token_labels.size() != e.encoding.tokens.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "examples[", i, "].token_labels has ", e.token_labels.size(),
+          " entries for ", e.encoding.tokens.size(), " tokens"));
+    }
+    for (size_t t = 0; t < e.token_labels.size(); ++t) {
+      if (e.token_labels[t] == kUnscoredToken) continue;
+      RETURN_IF_ERROR(check_label(i, e.token_labels[t],
+                                  absl::StrCat("token_labels[", t, "]")));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status SweepExecutor::Run(const std::vector<SweepExample>& examples,
                                 const std::vector<SweepMask>& masks,

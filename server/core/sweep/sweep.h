@@ -69,6 +69,13 @@ struct SweepCallbacks {
   std::function<bool()> is_cancelled;
 };
 
+// What SweepExecutor::Run (and head importance) refuse in examples: an
+// empty encoding, a label out of range ("examples[i].label",
+// "examples[i].token_labels[t]"), token_labels not one per token (token
+// classifier). INVALID_ARGUMENT naming the field.
+absl::Status CheckSweepExamples(const Model& model,
+                                const std::vector<SweepExample>& examples);
+
 // Thread-compatible: one Run at a time per executor; the Model may be shared.
 class SweepExecutor {
  public:

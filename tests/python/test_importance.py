@@ -1,0 +1,213 @@
+"""HeadImportance and PruneCurve through the real bertology-server, against
+the float64 reference of tests/golden/importance_reference.py (autograd and
+finite differences, which must agree first).
+
+Labels are the reference model's own unmasked predictions with every third
+flipped, so accuracy is neither 0 nor 1 and masking moves it.
+
+Run by ctest; by hand:
+  PYTHONPATH=build/python BERTOLOGY_BIN_DIR=build/bin \\
+      /usr/bin/python3 -m unittest -v tests/python/test_importance.py
+"""
+
+import os
+import random
+import sys
+import unittest
+
+import grpc
+import numpy as np
+import torch
+
+from bertology.v1 import bertology_pb2 as pb
+from bertology.v1 import bertology_pb2_grpc as pb_grpc
+
+SOURCE_DIR = os.environ.get(
+    "BERTOLOGY_SOURCE_DIR",
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
+from bertology_client import Client  # noqa: E402
+import importance_reference as ref  # noqa: E402
+import make_golden  # noqa: E402
+from live_server import LiveServer  # noqa: E402
+from test_service import health, read_safetensors  # noqa: E402
+
+MODEL_DIR = os.path.join(SOURCE_DIR, "tests", "golden", "tiny-bert-cls")
+L, H = ref.LAYERS, ref.HEADS
+
+
+def make_texts(n, seed=5):
+    words = [t for t in make_golden.vocab_tokens()
+             if not t.startswith("[") and not t.startswith("##") and len(t) > 1]
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        a = " ".join(rng.choice(words) for _ in range(rng.randint(2, 9)))
+        b = (" ".join(rng.choice(words) for _ in range(rng.randint(1, 5)))
+             if i % 3 == 0 else "")
+        out.append((a, b))
+    return out
+
+
+class ImportanceTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = LiveServer(BIN_DIR, ["--model=tiny=" + MODEL_DIR,
+                                          "--max_batch_size=5"])
+        cls.target = "127.0.0.1:%d" % cls.server.port
+        cls.channel = grpc.insecure_channel(cls.target)
+        grpc.channel_ready_future(cls.channel).result(timeout=30)
+        for _ in range(100):
+            if health(cls.channel) == 1:
+                break
+        cls.stub = pb_grpc.BertologyStub(cls.channel)
+        cls.client = Client(cls.target)
+        cls.w = read_safetensors(os.path.join(MODEL_DIR, "model.safetensors"))
+        cls.texts = make_texts(16)
+        rows = []
+        for a, b in cls.texts:
+            tokens = cls.stub.Tokenize(pb.TokenizeRequest(text_a=a, text_b=b)).tokens
+            rows.append(([t.id for t in tokens], [t.segment for t in tokens]))
+        cls.batch = ref.pad(rows)
+        _, _, preds = ref.scores(cls.w, cls.batch, [0] * len(rows), [1.0] * (L * H))
+        cls.labels = [(p + 1) % 3 if i % 3 == 2 else p for i, p in enumerate(preds)]
+        cls.examples = [(a, b, y) for (a, b), y in zip(cls.texts, cls.labels)]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.channel.close()
+        cls.server.stop()
+
+    def reference(self, mask, uniform=False):
+        """(autograd importance [L, H] float64, correct, loss_sum), after
+        checking autograd against finite differences."""
+        a, _ = ref.check_agreement(self.w, self.batch, self.labels, mask, uniform)
+        correct, loss, _ = ref.scores(self.w, self.batch, self.labels, mask, uniform)
+        return a, correct, loss
+
+    def check_importance(self, got, want_raw, layer_norm, global_norm):
+        raw = got["raw_importance"]
+        want = want_raw.numpy()
+        # float32 server vs float64 reference.
+        np.testing.assert_allclose(raw, want, rtol=1e-4, atol=1e-6 * want.max())
+        np.testing.assert_allclose(
+            got["importance"], ref.normalize(want_raw, layer_norm, global_norm).numpy(),
+            rtol=1e-4, atol=1e-5)
+
+    def test_importance_matches_reference(self):
+        want, correct, loss = self.reference([1.0] * (L * H))
+        for layer_norm in (True, False):
+            for global_norm in (True, False):
+                with self.subTest(layer_norm=layer_norm, global_norm=global_norm):
+                    got = self.client.head_importance(
+                        self.examples, no_layer_norm=not layer_norm,
+                        no_global_norm=not global_norm)
+                    self.check_importance(got, want, layer_norm, global_norm)
+                    self.assertEqual(got["correct"], correct)
+                    self.assertEqual(got["examples"], len(self.examples))
+                    self.assertEqual(got["scored"], len(self.examples))
+                    self.assertAlmostEqual(got["loss_sum"], loss, delta=1e-3)
+        self.assertGreater(correct, 0)
+        self.assertLess(correct, len(self.examples))
+
+    def test_importance_under_mask(self):
+        values = [1.0] * (L * H)
+        values[1] = 0.0
+        values[6] = 0.5
+        for mode, uniform in (("zero", False), ("uniform", True)):
+            with self.subTest(mode=mode):
+                want, correct, loss = self.reference(values, uniform)
+                progress = []
+                got = self.client.head_importance(
+                    self.examples, mask={"dense": values, "mode": mode},
+                    on_progress=lambda d, t: progress.append((d, t)))
+                self.check_importance(got, want, True, True)
+                self.assertEqual(got["correct"], correct)
+                self.assertAlmostEqual(got["loss_sum"], loss, delta=1e-3)
+                self.assertEqual(progress[-1], (16, 16))
+
+    def test_prune_curve_follows_reference(self):
+        curve = self.client.prune_curve(self.examples, threshold=0.5,
+                                        step_fraction=0.25)
+        steps = curve["steps"]
+        self.assertGreaterEqual(len(steps), 2)
+        masked = set()
+        base_acc = None
+        for s in steps:
+            values = [1.0] * (L * H)
+            for lh in s["masked"]:
+                values[lh[0] * H + lh[1]] = 0.0
+            correct, _, _ = ref.scores(self.w, self.batch, self.labels, values)
+            with self.subTest(step=s["step"]):
+                self.assertAlmostEqual(s["accuracy"], correct / len(self.examples),
+                                       places=12)
+                self.assertEqual(s["heads_left"], L * H - len(s["masked"]))
+                if s["step"] == 0:
+                    base_acc = s["accuracy"]
+                    self.assertEqual(s["masked"], [])
+                else:
+                    # The least important unmasked heads by the reference's
+                    # importance under the previous step's mask.
+                    prev = [1.0] * (L * H)
+                    for h in masked:
+                        prev[h] = 0.0
+                    imp = ref.normalize(self.reference(prev)[0]).view(-1).numpy()
+                    new = {lh[0] * H + lh[1] for lh in s["masked_this_step"]}
+                    self.assertEqual(len(new), min(3, L * H - len(masked)))
+                    self.assertFalse(new & masked)
+                    rest = [imp[i] for i in range(L * H)
+                            if i not in masked and i not in new]
+                    if rest:
+                        self.assertLessEqual(max(imp[i] for i in new), min(rest) + 1e-6)
+                    masked |= new
+                self.assertEqual({lh[0] * H + lh[1] for lh in s["masked"]}, masked)
+        last = steps[-1]
+        self.assertTrue(last["accuracy"] < 0.5 * base_acc or last["heads_left"] == 0)
+        for s in steps[:-1]:
+            self.assertGreaterEqual(s["accuracy"], 0.5 * base_acc)
+        above = [s for s in steps if s["accuracy"] >= 0.5 * base_acc]
+        self.assertEqual(curve["kept"], above[-1])
+
+    def test_prune_curve_defaults_and_progress(self):
+        events = list(self.stub.PruneCurve(pb.PruneCurveRequest(examples=[
+            pb.LabeledExample(input=pb.TextInput(text_a=a, text_b=b), label=y)
+            for a, b, y in self.examples])))
+        kinds = [e.WhichOneof("event") for e in events]
+        self.assertIn("progress", kinds)
+        self.assertEqual(kinds[-1], "kept")
+        steps = [e.step for e in events if e.WhichOneof("event") == "step"]
+        # max(1, floor(0.1 * 12)) = 1 head a step.
+        for s in steps[1:]:
+            self.assertEqual(len(s.masked_this_step), 1)
+
+    def test_bad_input(self):
+        ex = [pb.LabeledExample(input=pb.TextInput(text_a="the"), label=0)]
+        bad_label = [pb.LabeledExample(input=pb.TextInput(text_a="the"), label=3)]
+        cases = [
+            (self.stub.HeadImportance, pb.HeadImportanceRequest(), "examples"),
+            (self.stub.HeadImportance,
+             pb.HeadImportanceRequest(examples=bad_label), "examples[0].label"),
+            (self.stub.PruneCurve, pb.PruneCurveRequest(), "examples"),
+            (self.stub.PruneCurve,
+             pb.PruneCurveRequest(examples=bad_label), "examples[0].label"),
+        ]
+        for t in (-0.5, 1.5, float("nan")):
+            cases.append((self.stub.PruneCurve,
+                          pb.PruneCurveRequest(examples=ex, threshold=t), "threshold"))
+            cases.append((self.stub.PruneCurve,
+                          pb.PruneCurveRequest(examples=ex, step_fraction=t),
+                          "step_fraction"))
+        for rpc, request, field in cases:
+            with self.subTest(field=field, request=str(request)):
+                with self.assertRaises(grpc.RpcError) as err:
+                    list(rpc(request))
+                self.assertEqual(err.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+                self.assertIn(field, err.exception.details())
+
+
+if __name__ == "__main__":
+    unittest.main()
