@@ -18,6 +18,8 @@ int RunAttention(const Argv& argv);
 int RunSweep(const Argv& argv);
 int RunHealth(const Argv& argv);
 int RunAnalyze(const Argv& argv);
+int RunImportance(const Argv& argv);  // cmd_importance.cc
+int RunPrune(const Argv& argv);       // cmd_importance.cc
 
 // Parses `argv` with `flags` (plus --help); prints the help and sets *exit
 // to 0 for --help, prints the error and sets *exit to 2 for a usage error;

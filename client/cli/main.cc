@@ -30,6 +30,9 @@ constexpr char kUsage[] =
     "  health     whether the server is SERVING (gRPC health check)\n"
     "  analyze    per-head attention statistics and pattern classes over a "
     "dataset\n"
+    "  importance head importance |d loss / d mask| over a labelled dataset\n"
+    "  prune      the pruning curve: mask the least important heads step by "
+    "step\n"
     "\n"
     "Exit codes:\n"
     "  0  success\n"
@@ -82,6 +85,8 @@ int main(int argc, char** argv) {
   if (command == "sweep") return RunSweep(rest);
   if (command == "health") return RunHealth(rest);
   if (command == "analyze") return RunAnalyze(rest);
+  if (command == "importance") return RunImportance(rest);
+  if (command == "prune") return RunPrune(rest);
   std::fprintf(stderr, "bertology: unknown command '%s' (see --help)\n",
                command.c_str());
   return kExitUsage;

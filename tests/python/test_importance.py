@@ -11,8 +11,13 @@ Run by ctest; by hand:
 """
 
 import os
+import json
 import random
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import unittest
 
 import grpc
@@ -171,6 +176,57 @@ class ImportanceTest(unittest.TestCase):
             self.assertGreaterEqual(s["accuracy"], 0.5 * base_acc)
         above = [s for s in steps if s["accuracy"] >= 0.5 * base_acc]
         self.assertEqual(curve["kept"], above[-1])
+
+    def test_cli_importance_and_prune(self):
+        """`bertology importance` and `bertology prune` with --out-dir, as
+        the README shows them, against the RPCs' own answers."""
+        tmp = tempfile.mkdtemp(prefix="bertology-importance-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        data = os.path.join(tmp, "data.tsv")
+        with open(data, "w") as f:
+            for a, b, y in self.examples:
+                f.write("%s\t%s\t%d\n" % (a, b, y))
+        cli = [os.path.join(BIN_DIR, "bertology")]
+        common = ["--target=" + self.target, "--data=" + data, "--header=no",
+                  "--text-a=0", "--text-b=1", "--label=2", "--quiet"]
+        out = os.path.join(tmp, "importance")
+        r = subprocess.run(cli + ["importance"] + common + ["--out-dir=" + out],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        want = self.client.head_importance(self.examples)
+        with open(os.path.join(out, "importance.csv")) as f:
+            rows = [line.split(",") for line in f.read().splitlines()[1:]]
+        self.assertEqual(len(rows), L * H)
+        got = np.array([float(row[2]) for row in rows]).reshape(L, H)
+        np.testing.assert_allclose(got, want["importance"], rtol=1e-12)
+        with open(os.path.join(out, "importance.svg")) as f:
+            self.assertEqual(f.read().count('class="cell"'), L * H)
+
+        out = os.path.join(tmp, "prune")
+        r = subprocess.run(cli + ["prune"] + common + [
+            "--threshold=0.5", "--step=0.25", "--out-dir=" + out],
+            capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        curve = self.client.prune_curve(self.examples, threshold=0.5,
+                                        step_fraction=0.25)
+        with open(os.path.join(out, "prune_curve.json")) as f:
+            printed = json.load(f)
+        self.assertEqual([(s["step"], s["heads_left"], s["accuracy"])
+                          for s in printed["steps"]],
+                         [(s["step"], s["heads_left"], s["accuracy"])
+                          for s in curve["steps"]])
+        self.assertEqual(printed["kept"]["step"], curve["kept"]["step"])
+        with open(os.path.join(out, "prune_curve.svg")) as f:
+            svg = f.read()
+        self.assertEqual(len(re.findall(r'<circle class="point', svg)),
+                         len(curve["steps"]))
+        self.assertEqual(svg.count('class="point kept"'), 1)
+        self.assertIn('class="threshold"', svg)
+        # A bad threshold is the server's INVALID_ARGUMENT, exit 1.
+        r = subprocess.run(cli + ["prune"] + common + ["--threshold=1.5"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("threshold", r.stderr)
 
     def test_prune_curve_defaults_and_progress(self):
         events = list(self.stub.PruneCurve(pb.PruneCurveRequest(examples=[
