@@ -110,9 +110,8 @@ int RunClassify(const Argv& argv) {
       info->model.head() == v1::MODEL_HEAD_TOKEN_CLASSIFICATION;
   LoadedData data;
   if (args.Has("data")) {
-    auto loaded =
-        LoadLabeledData(args, labels, /*require_labels=*/false,
-                        per_token ? LabelKind::kPerWord : LabelKind::kSequence);
+    auto loaded = LoadLabeledData(args, labels, /*require_labels=*/false,
+                                  LabelKindOf(info->model));
     if (!loaded.ok()) {
       return Fail(
           "classify",

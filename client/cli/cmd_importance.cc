@@ -46,11 +46,8 @@ std::optional<int> PrepareJob(const char* command, const Args& args, Job* job) {
   const v1::ModelInfo& model = job->info.model;
   const std::vector<std::string> labels(model.label_names().begin(),
                                         model.label_names().end());
-  auto data =
-      LoadLabeledData(args, labels, /*require_labels=*/true,
-                      model.head() == v1::MODEL_HEAD_TOKEN_CLASSIFICATION
-                          ? LabelKind::kPerWord
-                          : LabelKind::kSequence);
+  auto data = LoadLabeledData(args, labels, /*require_labels=*/true,
+                              LabelKindOf(model));
   if (!data.ok()) return Fail(command, kExitData, data.status());
   job->examples = std::move(data->examples);
   return std::nullopt;

@@ -269,11 +269,8 @@ std::optional<StepError> PlanJob(const Args& args, ShardExecutor* executor,
   const v1::ModelInfo& model = setup->info.model;
   const std::vector<std::string> labels(model.label_names().begin(),
                                         model.label_names().end());
-  auto data =
-      LoadLabeledData(args, labels, /*require_labels=*/true,
-                      model.head() == v1::MODEL_HEAD_TOKEN_CLASSIFICATION
-                          ? LabelKind::kPerWord
-                          : LabelKind::kSequence);
+  auto data = LoadLabeledData(args, labels, /*require_labels=*/true,
+                              LabelKindOf(model));
   if (!data.ok()) return StepError{kExitData, data.status()};
   setup->plan.layers = model.num_layers();
   setup->plan.heads = model.num_heads();

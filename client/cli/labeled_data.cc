@@ -117,6 +117,12 @@ absl::StatusOr<std::vector<int>> MapWordLabels(
 
 }  // namespace
 
+LabelKind LabelKindOf(const v1::ModelInfo& model) {
+  return model.head() == v1::MODEL_HEAD_TOKEN_CLASSIFICATION
+             ? LabelKind::kPerWord
+             : LabelKind::kSequence;
+}
+
 absl::StatusOr<LoadedData> LoadLabeledData(
     const Args& args, const std::vector<std::string>& label_names,
     bool require_labels, LabelKind kind) {

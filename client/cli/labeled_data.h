@@ -44,6 +44,9 @@ enum class LabelKind {
   kPerWord,
 };
 
+// kPerWord for a token classifier, else kSequence.
+LabelKind LabelKindOf(const v1::ModelInfo& model);
+
 // Reads --data with the column flags. `require_labels`: a missing --label
 // column is an error. Errors (DATA_LOSS / INVALID_ARGUMENT) name the file
 // and line.
