@@ -2,11 +2,13 @@
 // over a dataset or one text/pair (the AnalyzeHeads RPC), printed as a
 // table or written with --out-dir as head_stats.csv, head_stats.json and
 // one layers x heads SVG heatmap per statistic plus the pattern grid.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli/commands.h"
@@ -192,6 +194,15 @@ int RunAnalyze(const Argv& argv) {
                    "per statistic and patterns.svg here",
                    "DIR"});
   flags.push_back({"quiet", false, "no progress on stderr"});
+  // Statistics need no labels: --label defaults to none here (a dataset's
+  // label column would otherwise be mapped, and refused by a model with no
+  // classifier); giving --label still reads and checks one.
+  Argv with_default = argv;
+  if (std::none_of(argv.begin(), argv.end(), [](const std::string& a) {
+        return a == "--label" || absl::StartsWith(a, "--label=");
+      })) {
+    with_default.insert(with_default.begin(), "--label=");
+  }
   Args args;
   int exit = 0;
   if (!ParseCommandArgs(
@@ -203,9 +214,10 @@ int RunAnalyze(const Argv& argv) {
           "Per-head attention statistics (Clark et al. 2019: to [CLS], "
           "[SEP],\npunctuation, self, previous, next; entropy; distance; "
           "cross-segment\nterm matching) and pattern classes (Kovaleva et al. "
-          "2019) over the\ninputs, under the mask. Without --out-dir, prints "
-          "the CSV.",
-          flags, argv, &args, &exit)) {
+          "2019) over the\ninputs, under the mask. Labels are not read "
+          "(--label "
+          "defaults to none).\nWithout --out-dir, prints the CSV.",
+          flags, with_default, &args, &exit)) {
     return exit;
   }
   auto mask = ParseHeadMask(args);

@@ -208,17 +208,19 @@ class AnalyzeTest(unittest.TestCase):
     def test_cli_writes_csv_json_and_svgs(self):
         out = os.path.join(self.tmp, "cli-out")
         data = os.path.join(self.tmp, "pairs.tsv")
+        # A labelled file on the bare encoder (no label set): analyze reads
+        # no labels unless told to.
         with open(data, "w") as f:
             for a, b in INPUTS:
-                f.write("%s\t%s\n" % (a, b))
+                f.write("%s\t%s\tpositive\n" % (a, b))
         r = subprocess.run(
             [os.path.join(BIN_DIR, "bertology"), "analyze", "--target=" + self.target,
-             "--model=tiny", "--data=" + data, "--header=no", "--label=",
+             "--model=base", "--data=" + data, "--header=no",
              "--ablate=1:0,1:2", "--quiet", "--out-dir=" + out],
             capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         rpc = self.client.analyze_heads(
-            INPUTS, mask={"ablate": [(1, 0), (1, 2)]}, model="tiny")
+            INPUTS, mask={"ablate": [(1, 0), (1, 2)]}, model="base")
         with open(os.path.join(out, "head_stats.csv")) as f:
             rows = list(csv.DictReader(f))
         self.assertEqual(len(rows), LAYERS * HEADS)
