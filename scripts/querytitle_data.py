@@ -19,7 +19,16 @@ the characters of a grade-4 title in random order (the study's example: such
 a title scores low, so the model must use word order).
 
 Usage: querytitle_data.py OUT_DIR [--seed N] [--train N] [--dev N] [--test N]
+                            [--words]
 Writes OUT_DIR/{train,dev,test}.tsv with rows `query<TAB>title<TAB>label`.
+--words also writes OUT_DIR/{split}_words.tsv: the same rows in the same
+order with query and title split into their words by spaces (the gold
+segmentation SegmentWords scores heads against). A title's words are the
+units it was built from: lexicon and filler words, and the fragments of
+query words in grade-1 titles; a shuffled title has no words left, so each
+of its characters is its own word. Tracking words draws nothing from the
+random streams, so {train,dev,test}.tsv are byte for byte the same with or
+without --words.
 Standard library only, so it runs on any Python 3.
 """
 import argparse
@@ -69,6 +78,14 @@ def fillers(rng, filler_words, query_chars, k):
     return out
 
 
+def flatten(parts):
+    """The words of a title's parts: a tuple part holds several words."""
+    out = []
+    for p in parts:
+        out.extend(p if isinstance(p, tuple) else [p])
+    return out
+
+
 def interleave(rng, pieces, filler):
     """Puts each piece in `pieces` (in order) between filler words."""
     out = list(filler)
@@ -82,13 +99,13 @@ def make_title(rng, target, query_words, filler_words):
     n_fill = rng.randint(2, 3)
     fill = fillers(rng, filler_words, qchars, n_fill)
     if target == 4:
-        parts = interleave(rng, ["".join(query_words)], fill)
+        parts = interleave(rng, [tuple(query_words)], fill)
     elif target == 3:
         words = list(query_words)
         if rng.random() < 0.5:
             while words == list(query_words):
                 rng.shuffle(words)
-            parts = interleave(rng, ["".join(words)], fill)
+            parts = interleave(rng, [tuple(words)], fill)
         else:
             # Words in order, but a filler word between the last two.
             parts = interleave(rng, words[:-1], fill[1:])
@@ -111,7 +128,8 @@ def make_title(rng, target, query_words, filler_words):
     else:
         parts = fill + fillers(rng, filler_words, qchars, 1)
         rng.shuffle(parts)
-    return "".join(parts)
+    words = flatten(parts)
+    return "".join(words), words
 
 
 def make_row(rng, lexicon, filler_words):
@@ -119,16 +137,19 @@ def make_row(rng, lexicon, filler_words):
     r = rng.random()
     if r < 0.12:
         # A shuffled grade-4 title: same characters, order destroyed.
-        title = make_title(rng, 4, query_words, filler_words)
+        title, _ = make_title(rng, 4, query_words, filler_words)
         chars = list(title)
         for _ in range(10):
             rng.shuffle(chars)
             if grade(query_words, "".join(chars)) < 4:
                 break
         title = "".join(chars)
+        title_words = chars  # no words survive the shuffle
     else:
-        title = make_title(rng, rng.randrange(5), query_words, filler_words)
-    return "".join(query_words), title, grade(query_words, title)
+        title, title_words = make_title(rng, rng.randrange(5), query_words,
+                                        filler_words)
+    return ("".join(query_words), title, grade(query_words, title),
+            list(query_words), title_words)
 
 
 def main():
@@ -138,6 +159,8 @@ def main():
     ap.add_argument("--train", type=int, default=60000)
     ap.add_argument("--dev", type=int, default=2000)
     ap.add_argument("--test", type=int, default=3000)
+    ap.add_argument("--words", action="store_true",
+                    help="also write {split}_words.tsv (the segmentation)")
     args = ap.parse_args()
     # The lexicon depends on the seed only; the splits draw from separate
     # streams so changing one split's size leaves the others unchanged.
@@ -149,16 +172,25 @@ def main():
     ):
         rng = random.Random(args.seed * 1000 + i + 1)
         path = os.path.join(args.out_dir, name + ".tsv")
+        words_path = os.path.join(args.out_dir, name + "_words.tsv")
         rows = 0
+        words_file = (open(words_path, "w", encoding="utf-8")
+                      if args.words else None)
         with open(path, "w", encoding="utf-8") as f:
             while rows < n:
-                q, t, y = make_row(rng, lexicon, filler_words)
+                q, t, y, qw, tw = make_row(rng, lexicon, filler_words)
                 if (q, t) in seen:  # no pair in two splits (or twice)
                     continue
                 seen.add((q, t))
                 f.write(f"{q}\t{t}\t{y}\n")
+                if words_file is not None:
+                    assert "".join(qw) == q and "".join(tw) == t
+                    words_file.write(f"{' '.join(qw)}\t{' '.join(tw)}\t{y}\n")
                 rows += 1
         print(f"wrote {path}: {rows} rows")
+        if words_file is not None:
+            words_file.close()
+            print(f"wrote {words_path}: {rows} rows")
 
 
 if __name__ == "__main__":

@@ -120,4 +120,12 @@ grpc::Status BertologyService::PruneCurve(
                [&] { return HandlePruneCurve(ctx_, *request, stream); });
 }
 
+grpc::Status BertologyService::SegmentWords(
+    grpc::ServerContext* context, const v1::SegmentWordsRequest* request,
+    grpc::ServerWriter<v1::SegmentWordsResponse>* writer) {
+  const auto stream = StreamOf(context, writer);
+  return Serve(ctx_.metrics, "SegmentWords", *context,
+               [&] { return HandleSegmentWords(ctx_, *request, stream); });
+}
+
 }  // namespace bertology

@@ -65,6 +65,10 @@ absl::Status HandlePruneCurve(
     const HandlerContext& ctx, const v1::PruneCurveRequest& request,
     const EventStream<v1::PruneCurveResponse>& stream);
 
+absl::Status HandleSegmentWords(
+    const HandlerContext& ctx, const v1::SegmentWordsRequest& request,
+    const EventStream<v1::SegmentWordsResponse>& stream);
+
 }  // namespace bertology
 
 #endif  // BERTOLOGY_SERVICE_HANDLERS_H_

@@ -516,5 +516,70 @@ class Client:
             out[name] = getattr(result, name)
         return out
 
+    def segment_words(self, examples, mask=None, mode=None, top_k=0,
+                      view_example=0, model=None, timeout=None,
+                      on_progress=None):
+        """Attention as a word segmenter (SegmentWords). Each example is a
+        list of words (or a space-separated string of them), a (words_a,
+        words_b) pair of those, or a dict with words_a/words_b; the texts
+        are the words concatenated. Returns a dict: float32 arrays [layers,
+        heads] "precision", "recall", "f1", "accuracy" (NaN where
+        undefined) and int64 "true_ends", "predicted_ends", "correct";
+        "oracle_all_heads" and "oracle_top_heads" (the share of characters
+        some head, of all or of the best top_k, gets right); "best_heads"
+        as (layer, head) tuples by F1; the counts "examples",
+        "truncated_examples", "characters", "gold_ends", "skipped_pieces";
+        and "view" (the view_example's characters, gold ends and the best
+        head's predictions: "end", "internal" or "none")."""
+        def words(x):
+            if x is None:
+                return []
+            return x.split() if isinstance(x, str) else list(x)
+
+        req = pb.SegmentWordsRequest(model=self._model(model), top_k=top_k,
+                                     view_example=view_example)
+        for x in examples:
+            if isinstance(x, dict):
+                wa, wb = words(x.get("words_a")), words(x.get("words_b"))
+            elif isinstance(x, tuple):
+                wa, wb = words(x[0]), words(x[1])
+            else:
+                wa, wb = words(x), []
+            req.examples.add(input=pb.TextInput(text_a="".join(wa),
+                                                text_b="".join(wb)),
+                             words_a=wa, words_b=wb)
+        hm = head_mask_proto(mask, mode)
+        if hm is not None:
+            req.head_mask.CopyFrom(hm)
+        result = None
+        for event in self._stub.SegmentWords(
+                req, timeout=timeout or self.timeout * 10):
+            kind = event.WhichOneof("event")
+            if kind == "progress" and on_progress is not None:
+                on_progress(event.progress.done, event.progress.total)
+            elif kind == "result":
+                result = event.result
+        if result is None:
+            raise RuntimeError("SegmentWords sent no result")
+        shape = (result.num_layers, result.num_heads)
+        sc = result.scores
+        out = {name: np.array(getattr(sc, name), dtype=np.float32).reshape(shape)
+               for name in ("precision", "recall", "f1", "accuracy")}
+        for name in ("true_ends", "predicted_ends", "correct"):
+            out[name] = np.array(getattr(sc, name), dtype=np.int64).reshape(shape)
+        for name in ("oracle_all_heads", "oracle_top_heads", "examples",
+                     "truncated_examples", "characters", "gold_ends",
+                     "skipped_pieces"):
+            out[name] = getattr(result, name)
+        out["best_heads"] = [(h.layer, h.head) for h in result.best_heads]
+        names = {pb.CHARACTER_PREDICTION_WORD_END: "end",
+                 pb.CHARACTER_PREDICTION_WORD_INTERNAL: "internal"}
+        v = result.view
+        out["view"] = {"example": v.example, "characters": list(v.characters),
+                       "segment": list(v.segment), "gold_end": list(v.gold_end),
+                       "head": (v.head.layer, v.head.head),
+                       "predicted": [names.get(p, "none") for p in v.predicted]}
+        return out
+
     def _model(self, model):
         return self.model if model is None else model

@@ -1,0 +1,228 @@
+// SegmentWords: attention as a word segmenter (server/core/segment/ states
+// the rule). Each example's maps of every layer are scored as its batch's
+// forward pass returns them, so a dataset costs one pass per example and no
+// map leaves the server.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "server/core/model/model.h"
+#include "server/core/segment/word_segmentation.h"
+#include "server/core/status_macros.h"
+#include "server/service/handlers.h"
+#include "server/service/model_registry.h"
+#include "server/service/request_validation.h"
+
+namespace bertology {
+namespace {
+
+constexpr absl::Duration kProgressInterval = absl::Milliseconds(100);
+constexpr int kDefaultTopK = 5;
+// As AnalyzeHeads: rows join a pass only while its all-layer maps stay
+// under this (BERT-base at T = 512 is 150 MB a row); one row always runs.
+constexpr int64_t kMaxMapBytesPerPass = int64_t{256} << 20;
+
+int PassEnd(const std::vector<Encoding>& encodings, int begin, int max_rows,
+            int64_t floats_per_position_pair) {
+  int end = begin + 1;
+  int64_t longest = static_cast<int64_t>(encodings[begin].tokens.size());
+  while (end < static_cast<int>(encodings.size()) && end - begin < max_rows) {
+    const int64_t t =
+        std::max(longest, static_cast<int64_t>(encodings[end].tokens.size()));
+    const int64_t bytes = (end - begin + 1) * t * t * floats_per_position_pair *
+                          static_cast<int64_t>(sizeof(float));
+    if (bytes > kMaxMapBytesPerPass) break;
+    longest = t;
+    ++end;
+  }
+  return end;
+}
+
+std::vector<std::string> Words(
+    const google::protobuf::RepeatedPtrField<std::string>& words) {
+  return std::vector<std::string>(words.begin(), words.end());
+}
+
+v1::CharacterPrediction ToProto(CharPrediction p) {
+  switch (p) {
+    case CharPrediction::kWordEnd:
+      return v1::CHARACTER_PREDICTION_WORD_END;
+    case CharPrediction::kWordInternal:
+      return v1::CHARACTER_PREDICTION_WORD_INTERNAL;
+    default:
+      return v1::CHARACTER_PREDICTION_NONE;
+  }
+}
+
+void FillResult(const SegmentationScores& s, int truncated,
+                v1::SegmentWordsResult* out) {
+  out->set_num_layers(s.num_layers);
+  out->set_num_heads(s.num_heads);
+  out->set_examples(s.examples);
+  out->set_truncated_examples(truncated);
+  out->set_characters(s.characters);
+  out->set_gold_ends(s.gold_ends);
+  out->set_skipped_pieces(s.skipped_pieces);
+  v1::SegmentationScores* scores = out->mutable_scores();
+  const size_t n = s.f1.size();
+  for (size_t k = 0; k < n; ++k) {
+    scores->add_precision(static_cast<float>(s.precision[k]));
+    scores->add_recall(static_cast<float>(s.recall[k]));
+    scores->add_f1(static_cast<float>(s.f1[k]));
+    scores->add_accuracy(static_cast<float>(s.accuracy[k]));
+    scores->add_true_ends(s.true_ends[k]);
+    scores->add_predicted_ends(s.predicted_ends[k]);
+    scores->add_correct(s.correct[k]);
+  }
+  out->set_oracle_all_heads(s.oracle_all);
+  out->set_oracle_top_heads(s.oracle_top);
+  for (int r = 0; r < s.top_k; ++r) {
+    v1::LayerHead* lh = out->add_best_heads();
+    lh->set_layer(s.ranking[r] / s.num_heads);
+    lh->set_head(s.ranking[r] % s.num_heads);
+  }
+}
+
+}  // namespace
+
+absl::Status HandleSegmentWords(
+    const HandlerContext& ctx, const v1::SegmentWordsRequest& request,
+    const EventStream<v1::SegmentWordsResponse>& stream) {
+  ASSIGN_OR_RETURN(const ServedModel* served,
+                   ctx.models->Find(request.model()));
+  const Model& model = *served->model;
+  const BertConfig& c = model.config();
+  const int layers = c.num_hidden_layers, heads = c.num_attention_heads;
+  const ServiceLimits& limits = *ctx.limits;
+  if (request.examples().empty()) {
+    return absl::InvalidArgumentError("examples is empty");
+  }
+  if (request.examples_size() > limits.max_examples_per_sweep) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("examples has ", request.examples_size(),
+                     " entries, over the limit --max_examples_per_sweep=",
+                     limits.max_examples_per_sweep));
+  }
+  if (request.top_k() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("top_k is ", request.top_k(), ", negative"));
+  }
+  if (request.view_example() < 0 ||
+      request.view_example() >= request.examples_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("view_example is ", request.view_example(),
+                     ", not in [0, ", request.examples_size(), ")"));
+  }
+  ASSIGN_OR_RETURN(HeadMask mask,
+                   ParseHeadMask(request.head_mask(), layers, heads,
+                                 AblationMode::kZero, "head_mask"));
+  // Every example is checked and encoded before any pass, so a bad one late
+  // in the list costs no compute.
+  std::vector<Encoding> encodings;
+  std::vector<SegmentationExample> examples;
+  encodings.reserve(request.examples_size());
+  examples.reserve(request.examples_size());
+  int truncated = 0;
+  for (int i = 0; i < request.examples_size(); ++i) {
+    const v1::SegmentedText& x = request.examples(i);
+    const std::string field = absl::StrCat("examples[", i, "]");
+    ASSIGN_OR_RETURN(Encoding e,
+                     EncodeInput(model.tokenizer(), model.max_seq_len(),
+                                 x.input(), field + ".input", limits));
+    const std::vector<std::string> words_a = Words(x.words_a());
+    const std::vector<std::string> words_b = Words(x.words_b());
+    RETURN_IF_ERROR(
+        CheckWords(x.input().text_a(), words_a, field + ".words_a"));
+    if (!x.input().text_b().empty() || !words_b.empty()) {
+      RETURN_IF_ERROR(
+          CheckWords(x.input().text_b(), words_b, field + ".words_b"));
+    }
+    ASSIGN_OR_RETURN(SegmentationExample ex,
+                     MakeSegmentationExample(e, words_a, words_b));
+    truncated += e.truncated ? 1 : 0;
+    encodings.push_back(std::move(e));
+    examples.push_back(std::move(ex));
+  }
+
+  ForwardOptions options;
+  for (int l = 0; l < layers; ++l) options.attention_layers.push_back(l);
+  // Only the maps are read, so every head kind (a bare encoder too) serves.
+  options.compute_logits = false;
+  SegmentationAccumulator accumulator(layers, heads);
+  std::vector<std::vector<CharPrediction>> view_predictions;
+  const int view = request.view_example();
+  const int total = static_cast<int>(encodings.size());
+  const int batch = std::max(1, limits.max_batch_size);
+  absl::Time last_progress = absl::InfinitePast();
+  for (int begin = 0, end = 0; begin < total; begin = end) {
+    if (stream.is_cancelled && stream.is_cancelled()) {
+      return absl::CancelledError(absl::StrCat(
+          "SegmentWords cancelled after ", begin, " of ", total, " examples"));
+    }
+    end =
+        PassEnd(encodings, begin, batch, static_cast<int64_t>(layers) * heads);
+    std::vector<ModelRow> rows;
+    for (int i = begin; i < end; ++i) rows.push_back({&encodings[i], &mask});
+    ASSIGN_OR_RETURN(ForwardOutput output, model.Forward(rows, options));
+    for (int r = 0; r < end - begin; ++r) {
+      std::vector<const float*> maps(layers);
+      int64_t padded = 0;
+      for (int l = 0; l < layers; ++l) {
+        auto it = output.attentions.find(l);
+        if (it == output.attentions.end() || it->second.shape.size() != 4) {
+          return absl::InternalError(absl::StrCat(
+              "the model returned no [B, H, T, T] attention for layer ", l));
+        }
+        const std::vector<int64_t>& shape = it->second.shape;
+        padded = shape[3];
+        maps[l] = it->second.data.data() + r * shape[1] * padded * padded;
+      }
+      const int i = begin + r;
+      RETURN_IF_ERROR(accumulator.Add(examples[i], maps, padded,
+                                      i == view ? &view_predictions : nullptr));
+    }
+    const absl::Time now = absl::Now();
+    if (end < total && now - last_progress < kProgressInterval) continue;
+    last_progress = now;
+    v1::SegmentWordsResponse event;
+    event.mutable_progress()->set_done(end);
+    event.mutable_progress()->set_total(total);
+    if (!stream.write(event)) {
+      return absl::CancelledError("the client went away");
+    }
+  }
+  const SegmentationScores scores =
+      accumulator.Result(request.top_k() == 0 ? kDefaultTopK : request.top_k());
+  v1::SegmentWordsResponse event;
+  v1::SegmentWordsResult* result = event.mutable_result();
+  FillResult(scores, truncated, result);
+  // The view: the requested example under the best head.
+  v1::SegmentationView* v = result->mutable_view();
+  v->set_example(view);
+  const int best = scores.ranking[0];
+  v->mutable_head()->set_layer(best / heads);
+  v->mutable_head()->set_head(best % heads);
+  for (size_t k = 0; k < examples[view].chars.size(); ++k) {
+    const SegmentChar& ch = examples[view].chars[k];
+    const Token& t = encodings[view].tokens[ch.position];
+    const std::string& text = t.segment == 0
+                                  ? request.examples(view).input().text_a()
+                                  : request.examples(view).input().text_b();
+    // The original character (the piece's text may be lower-cased or "##").
+    v->add_characters(text.substr(t.byte_start, t.byte_end - t.byte_start));
+    v->add_segment(t.segment);
+    v->add_gold_end(ch.gold_end);
+    v->add_predicted(ToProto(view_predictions[best][k]));
+  }
+  if (!stream.write(event)) {
+    return absl::CancelledError("the client went away");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace bertology

@@ -1,0 +1,270 @@
+"""SegmentWords end to end: the real bertology-server, its Python client and
+the `bertology segment` CLI.
+
+On tests/golden/tiny-bert-cls (letters are single pieces there: "q", "##x",
+...), "words" made of letters are scored by the server and by an
+independent implementation of the rule below on make_golden's float64
+reference maps, with and without a head mask; every per-head count must be
+equal. The shipped character model (models/querytitle-zh-tiny) runs on its
+test_words.tsv rows. Plus the refusals naming their field and the CLI's
+segment_heads.csv equal to the RPC's numbers.
+
+The rule (server/core/segment/word_segmentation.h), written again here from
+the proto's comment: for each non-special one-character piece i, j = argmax
+of its map row over the real tokens (lowest j on ties); "end" iff j is a
+[SEP], "internal" iff j == i + 1 is a one-character piece of the same
+segment, else "none". Gold: a word's last character ends it.
+
+Run by ctest; by hand:
+  PYTHONPATH=build/python BERTOLOGY_BIN_DIR=build/bin \\
+      /usr/bin/python3 -m unittest -v tests/python/test_segment.py
+"""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import grpc
+import numpy as np
+import torch
+
+from bertology.v1 import bertology_pb2 as pb
+from bertology.v1 import bertology_pb2_grpc as pb_grpc
+
+SOURCE_DIR = os.environ.get(
+    "BERTOLOGY_SOURCE_DIR",
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
+MODEL_DIR = os.path.join(SOURCE_DIR, "tests", "golden", "tiny-bert-cls")
+SHIPPED_DIR = os.path.join(SOURCE_DIR, "models", "querytitle-zh-tiny")
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
+from bertology_client import Client  # noqa: E402
+import make_golden  # noqa: E402  (the reference BERT)
+from live_server import LiveServer  # noqa: E402
+from test_heads import load_weights  # noqa: E402
+from test_service import health  # noqa: E402
+
+LAYERS = make_golden.CONFIG["num_hidden_layers"]
+HEADS = make_golden.CONFIG["num_attention_heads"]
+# Letter words; no text starts with a whole-word piece of the vocabulary
+# longer than one letter, so each letter is one piece (checked below).
+EXAMPLES = [
+    (["qx", "zjv", "k"], None),
+    (["bq", "x"], ["zz", "kjq", "vx"]),
+    (["xkqz", "j", "vv"], ["q", "xj"]),
+    (["zq", "jx", "kv", "b"], None),
+    (["kk", "q"], ["xzv"]),
+]
+MASK = [1.0] * HEADS + [0.0, 1.0, 0.0, 1.0] + [1.0, 0.5, 1.0, 1.0]
+
+
+def wait_serving(channel):
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if health(channel) == 1:
+                return
+        except grpc.RpcError:
+            pass
+        time.sleep(0.05)
+
+
+def request_of(examples):
+    req = pb.SegmentWordsRequest()
+    for wa, wb in examples:
+        req.examples.add(input=pb.TextInput(text_a="".join(wa),
+                                            text_b="".join(wb or [])),
+                         words_a=wa, words_b=wb or [])
+    return req
+
+
+def reference_counts(examples_maps):
+    """(true_ends, predicted_ends, correct, characters, gold_ends, right)
+    per head from (tokens, gold_end per token or None, maps [L, H, T, T])."""
+    tp = np.zeros((LAYERS, HEADS), dtype=np.int64)
+    pe = np.zeros_like(tp)
+    ok = np.zeros_like(tp)
+    right_rows = []
+    chars = gold_ends = 0
+    for tokens, gold, maps in examples_maps:
+        def is_char(i):
+            return gold[i] is not None
+        for i in range(len(tokens)):
+            if not is_char(i):
+                continue
+            chars += 1
+            gold_ends += gold[i]
+            right = np.zeros((LAYERS, HEADS), dtype=bool)
+            for l in range(LAYERS):
+                for h in range(HEADS):
+                    j = int(np.argmax(maps[l, h, i]))  # first maximum
+                    end = tokens[j].special and tokens[j].text == "[SEP]"
+                    internal = (j == i + 1 and is_char(j)
+                                and tokens[j].segment == tokens[i].segment)
+                    tp[l, h] += end and gold[i]
+                    pe[l, h] += end
+                    r = end if gold[i] else internal
+                    ok[l, h] += r
+                    right[l, h] = r
+            right_rows.append(right)
+    return tp, pe, ok, chars, gold_ends, np.array(right_rows)
+
+
+class SegmentTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="bertology-segment-")
+        flags = ["--model=tiny=" + MODEL_DIR,
+                 "--model=shipped=" + SHIPPED_DIR,
+                 "--threads=1", "--warmup_passes=1",
+                 "--max_examples_per_sweep=400", "--max_batch_size=4"]
+        cls.server = LiveServer(BIN_DIR, flags)
+        cls.target = "127.0.0.1:%d" % cls.server.port
+        cls.channel = grpc.insecure_channel(cls.target)
+        wait_serving(cls.channel)
+        cls.stub = pb_grpc.BertologyStub(cls.channel)
+        cls.client = Client(cls.target)
+        cls.weights = load_weights(MODEL_DIR)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.channel.close()
+        cls.server.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def reference(self, examples, mask=None):
+        values = mask if mask is not None else [1.0] * (LAYERS * HEADS)
+        head_mask = torch.tensor(values, dtype=torch.float64).view(1, LAYERS, HEADS)
+        rows = []
+        for wa, wb in examples:
+            tokens = list(self.stub.Tokenize(pb.TokenizeRequest(
+                model="tiny", text_a="".join(wa), text_b="".join(wb or []))).tokens)
+            gold = []
+            ends = {0: [], 1: []}
+            for seg, words in ((0, wa), (1, wb or [])):
+                for w in words:
+                    ends[seg].extend([False] * (len(w) - 1) + [True])
+            for t in tokens:
+                if t.special:
+                    gold.append(None)
+                    continue
+                # The texts are letters only: one piece per letter.
+                self.assertEqual(t.char_end - t.char_start, 1, t.text)
+                gold.append(ends[t.segment][t.char_start])
+            ids = torch.tensor([[t.id for t in tokens]])
+            types = torch.tensor([[t.segment for t in tokens]])
+            _, attentions = make_golden.reference_encoder(
+                self.weights, ids, types, torch.ones_like(ids), head_mask,
+                torch.tensor([0]))
+            maps = np.stack([a[0].numpy() for a in attentions])
+            rows.append((tokens, gold, maps))
+        return reference_counts(rows)
+
+    def test_matches_reference(self):
+        for label, mask in (("unmasked", None), ("masked", MASK)):
+            with self.subTest(case=label):
+                progress = []
+                got = self.client.segment_words(
+                    EXAMPLES, mask=None if mask is None else {"dense": mask},
+                    model="tiny", top_k=3,
+                    on_progress=lambda d, t: progress.append((d, t)))
+                tp, pe, ok, chars, gold_ends, right = self.reference(EXAMPLES, mask)
+                self.assertEqual(progress[-1], (len(EXAMPLES), len(EXAMPLES)))
+                self.assertEqual(got["characters"], chars)
+                self.assertEqual(got["gold_ends"], gold_ends)
+                self.assertEqual(got["skipped_pieces"], 0)
+                np.testing.assert_array_equal(got["true_ends"], tp)
+                np.testing.assert_array_equal(got["predicted_ends"], pe)
+                np.testing.assert_array_equal(got["correct"], ok)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    f1 = 2 * tp / (pe + gold_ends)
+                    precision = tp / pe
+                np.testing.assert_allclose(got["f1"], f1, atol=1e-6)
+                np.testing.assert_allclose(got["precision"], precision, atol=1e-6)
+                np.testing.assert_allclose(got["recall"], tp / gold_ends, atol=1e-6)
+                np.testing.assert_allclose(got["accuracy"], ok / chars, atol=1e-6)
+                self.assertAlmostEqual(got["oracle_all_heads"],
+                                       right.reshape(chars, -1).any(1).mean())
+                # best_heads: by F1, then accuracy, then index.
+                order = sorted(range(LAYERS * HEADS), key=lambda k: (
+                    -f1.flat[k], -(ok.flat[k] / chars), k))
+                self.assertEqual([l * HEADS + h for l, h in got["best_heads"]],
+                                 order[:3])
+                top = right.reshape(chars, -1)[:, order[:3]].any(1).mean()
+                self.assertAlmostEqual(got["oracle_top_heads"], top)
+                view = got["view"]
+                self.assertEqual("".join(view["characters"]), "qxzjvk")
+                self.assertEqual(view["gold_end"],
+                                 [False, True, False, False, True, True])
+                self.assertEqual(view["head"], got["best_heads"][0])
+        # The mask moves the numbers (not vacuous).
+        a = self.client.segment_words(EXAMPLES, model="tiny")
+        b = self.client.segment_words(EXAMPLES, mask={"dense": MASK}, model="tiny")
+        self.assertFalse(np.array_equal(a["correct"], b["correct"]))
+
+    def test_shipped_model_on_its_words(self):
+        path = os.path.join(SHIPPED_DIR, "data", "test_words.tsv")
+        with open(path, encoding="utf-8") as f:
+            rows = [line.rstrip("\n").split("\t") for line in f][:200]
+        got = self.client.segment_words([(q, t) for q, t, _ in rows],
+                                        model="shipped")
+        self.assertEqual(got["examples"], 200)
+        self.assertEqual(got["skipped_pieces"], 0)  # one piece per character
+        self.assertEqual(got["characters"],
+                         sum(len(q.replace(" ", "")) + len(t.replace(" ", ""))
+                             for q, t, _ in rows))
+        best = got["best_heads"][0]
+        self.assertEqual(got["f1"][best], np.nanmax(got["f1"]))
+        self.assertGreaterEqual(got["oracle_all_heads"], got["oracle_top_heads"])
+        self.assertGreaterEqual(got["oracle_top_heads"], np.nanmax(got["accuracy"]))
+
+    def test_bad_input_names_the_field(self):
+        def code_and_message(request):
+            with self.assertRaises(grpc.RpcError) as e:
+                list(self.stub.SegmentWords(request, timeout=30))
+            return e.exception.code(), e.exception.details()
+
+        req = pb.SegmentWordsRequest(model="tiny")
+        code, msg = code_and_message(req)
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("examples is empty", msg)
+        req = request_of([(["qx"], None)])
+        req.examples[0].words_a[:] = ["qz"]
+        code, msg = code_and_message(req)
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("examples[0].words_a", msg)
+        req = request_of([(["qx"], None), (["q"], ["x"])])
+        req.examples[1].words_b[:] = []
+        code, msg = code_and_message(req)
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("examples[1].words_b is empty", msg)
+        req = request_of([(["q", "x"], None)])
+        req.examples[0].words_a[:] = ["qx", ""]
+        code, msg = code_and_message(req)
+        self.assertIn("examples[0].words_a[1]", msg)
+        req = request_of([(["qx"], None)])
+        req.examples[0].input.text_a = ""
+        req.examples[0].words_a[:] = []
+        code, msg = code_and_message(req)
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("examples[0]", msg)
+        code, msg = code_and_message(request_of([(["q"], None)] * 401))
+        self.assertEqual(code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("max_examples_per_sweep", msg)
+        req = request_of([(["q"], None)])
+        req.view_example = 1
+        code, msg = code_and_message(req)
+        self.assertIn("view_example", msg)
+        req = request_of([(["q"], None)])
+        req.head_mask.dense.values.extend([1.0] * 5)
+        code, msg = code_and_message(req)
+        self.assertIn("head_mask", msg)
