@@ -33,6 +33,8 @@ constexpr char kUsage[] =
     "  importance head importance |d loss / d mask| over a labelled dataset\n"
     "  prune      the pruning curve: mask the least important heads step by "
     "step\n"
+    "  compare    per-head attention similarity of two models, and a "
+    "difference map\n"
     "\n"
     "Exit codes:\n"
     "  0  success\n"
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
   if (command == "analyze") return RunAnalyze(rest);
   if (command == "importance") return RunImportance(rest);
   if (command == "prune") return RunPrune(rest);
+  if (command == "compare") return RunCompare(rest);
   std::fprintf(stderr, "bertology: unknown command '%s' (see --help)\n",
                command.c_str());
   return kExitUsage;

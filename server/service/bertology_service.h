@@ -40,6 +40,9 @@ class BertologyService final : public v1::Bertology::Service {
   grpc::Status PruneCurve(
       grpc::ServerContext* context, const v1::PruneCurveRequest* request,
       grpc::ServerWriter<v1::PruneCurveResponse>* writer) override;
+  grpc::Status CompareAttention(
+      grpc::ServerContext* context, const v1::CompareAttentionRequest* request,
+      grpc::ServerWriter<v1::CompareAttentionResponse>* writer) override;
   grpc::Status SegmentWords(
       grpc::ServerContext* context, const v1::SegmentWordsRequest* request,
       grpc::ServerWriter<v1::SegmentWordsResponse>* writer) override;

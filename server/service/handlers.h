@@ -65,6 +65,10 @@ absl::Status HandlePruneCurve(
     const HandlerContext& ctx, const v1::PruneCurveRequest& request,
     const EventStream<v1::PruneCurveResponse>& stream);
 
+absl::Status HandleCompareAttention(
+    const HandlerContext& ctx, const v1::CompareAttentionRequest& request,
+    const EventStream<v1::CompareAttentionResponse>& stream);
+
 absl::Status HandleSegmentWords(
     const HandlerContext& ctx, const v1::SegmentWordsRequest& request,
     const EventStream<v1::SegmentWordsResponse>& stream);

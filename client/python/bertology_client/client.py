@@ -581,5 +581,58 @@ class Client:
                        "predicted": [names.get(p, "none") for p in v.predicted]}
         return out
 
+    def compare_attention(self, inputs, model_a=None, model_b=None, mask=None,
+                          mode=None, detail=None, timeout=None,
+                          on_progress=None):
+        """Per-head mean cosine similarity of two models' attention maps
+        over `inputs` (strings, (text_a, text_b) pairs or dicts) under one
+        mask applied to both (CompareAttention; None: the client's model).
+        `detail` = (example, layer, head) also fetches that head's maps on
+        that input. Returns a dict: "similarity" (float64 [layers, heads],
+        NaN for a zero-masked head), "model_a", "model_b", "examples",
+        "truncated_examples", and "detail": None or a dict with "example",
+        "layer", "head", "tokens" (piece texts) and float32 [T, T] arrays
+        "map_a", "map_b", "difference" (map_b - map_a)."""
+        req = pb.CompareAttentionRequest(
+            model_a=self._model(model_a), model_b=self._model(model_b),
+            inputs=[_pair(x) for x in inputs])
+        hm = head_mask_proto(mask, mode)
+        if hm is not None:
+            req.head_mask.CopyFrom(hm)
+        if detail is not None:
+            example, layer, head = detail
+            req.with_detail = True
+            req.detail_example = example
+            req.detail_head.layer = layer
+            req.detail_head.head = head
+        result = None
+        for event in self._stub.CompareAttention(
+                req, timeout=timeout or self.timeout * 10):
+            kind = event.WhichOneof("event")
+            if kind == "progress" and on_progress is not None:
+                on_progress(event.progress.done, event.progress.total)
+            elif kind == "result":
+                result = event.result
+        if result is None:
+            raise RuntimeError("CompareAttention sent no result")
+        out = {"similarity": np.array(result.cosine_similarity,
+                                      dtype=np.float64).reshape(
+                                          result.num_layers, result.num_heads),
+               "detail": None}
+        for name in ("model_a", "model_b", "examples", "truncated_examples"):
+            out[name] = getattr(result, name)
+        if result.HasField("detail"):
+            d = result.detail
+            out["detail"] = {
+                "example": d.example, "layer": d.layer, "head": d.head,
+                "tokens": [t.text for t in d.tokens],
+                "map_a": decode_attention_map(
+                    d.map_a, pb.ATTENTION_ENCODING_FLOAT32, d.size),
+                "map_b": decode_attention_map(
+                    d.map_b, pb.ATTENTION_ENCODING_FLOAT32, d.size),
+                "difference": decode_attention_map(
+                    d.difference, pb.ATTENTION_ENCODING_FLOAT32, d.size)}
+        return out
+
     def _model(self, model):
         return self.model if model is None else model

@@ -1,0 +1,315 @@
+// `bertology compare`: per-head cosine similarity of two models' attention
+// maps over a dataset or one text/pair (the CompareAttention RPC), printed
+// as CSV or written with --out-dir as similarity.csv, similarity.json and a
+// layers x heads heatmap (similarity.svg), plus, with --detail, one head's
+// difference map on one input (difference.svg; its maps in the JSON).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/cli/commands.h"
+#include "client/cli/connection.h"
+#include "client/cli/exit_codes.h"
+#include "client/cli/labeled_data.h"
+#include "client/cli/mask_flags.h"
+#include "client/render/difference_map_figure.h"
+#include "client/render/file_output.h"
+#include "client/render/head_grid_figures.h"
+#include "nlohmann/json.hpp"
+
+namespace bertology {
+namespace client {
+namespace {
+
+constexpr char kCommand[] = "compare";
+
+// Round-trippable double text, "nan" for NaN (CSV has no null).
+std::string Number(double v) {
+  return std::isnan(v) ? "nan" : absl::StrFormat("%.17g", v);
+}
+
+std::string Csv(const v1::CompareAttentionResult& r) {
+  std::string out = "layer,head,cosine_similarity\n";
+  for (int l = 0; l < r.num_layers(); ++l) {
+    for (int h = 0; h < r.num_heads(); ++h) {
+      const int k = l * r.num_heads() + h;
+      absl::StrAppend(&out, l, ",", h, ",",
+                      k < r.cosine_similarity_size()
+                          ? Number(r.cosine_similarity(k))
+                          : "nan",
+                      "\n");
+    }
+  }
+  return out;
+}
+
+// Little-endian float32 bytes (AttentionDifference's maps) as floats.
+std::vector<float> DecodeFloat32(const std::string& bytes) {
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+nlohmann::json Rows(const std::vector<float>& values, int t) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (int i = 0; i < t; ++i) {
+    rows.push_back(std::vector<float>(values.begin() + i * t,
+                                      values.begin() + (i + 1) * t));
+  }
+  return rows;
+}
+
+nlohmann::json Json(const v1::CompareAttentionResult& r) {
+  nlohmann::json j{{"model_a", r.model_a()},
+                   {"model_b", r.model_b()},
+                   {"num_layers", r.num_layers()},
+                   {"num_heads", r.num_heads()},
+                   {"examples", r.examples()},
+                   {"truncated_examples", r.truncated_examples()}};
+  // [layers][heads], null for NaN.
+  nlohmann::json rows = nlohmann::json::array();
+  for (int l = 0; l < r.num_layers(); ++l) {
+    nlohmann::json row = nlohmann::json::array();
+    for (int h = 0; h < r.num_heads(); ++h) {
+      const int k = l * r.num_heads() + h;
+      const double v =
+          k < r.cosine_similarity_size() ? r.cosine_similarity(k) : NAN;
+      row.push_back(std::isnan(v) ? nlohmann::json(nullptr)
+                                  : nlohmann::json(v));
+    }
+    rows.push_back(row);
+  }
+  j["cosine_similarity"] = rows;
+  if (r.has_detail()) {
+    const v1::AttentionDifference& d = r.detail();
+    nlohmann::json tokens = nlohmann::json::array();
+    for (const v1::Token& t : d.tokens()) tokens.push_back(t.text());
+    j["detail"] = {
+        {"example", d.example()},
+        {"layer", d.layer()},
+        {"head", d.head()},
+        {"tokens", tokens},
+        {"map_a", Rows(DecodeFloat32(d.map_a()), d.size())},
+        {"map_b", Rows(DecodeFloat32(d.map_b()), d.size())},
+        {"difference", Rows(DecodeFloat32(d.difference()), d.size())}};
+  }
+  return j;
+}
+
+absl::Status WriteOutDir(const std::string& dir,
+                         const v1::CompareAttentionResult& r) {
+  std::vector<std::string> written;
+  absl::Status s =
+      render::WriteOutputFile(dir, "similarity.csv", Csv(r), &written);
+  if (s.ok()) {
+    s = render::WriteOutputFile(dir, "similarity.json", Json(r).dump(2) + "\n",
+                                &written);
+  }
+  const std::string models =
+      absl::StrCat(r.model_a(), " vs ", r.model_b(), " · ");
+  if (s.ok()) {
+    render::HeadGrid grid;
+    grid.title = "Cosine similarity of the attention maps";
+    grid.subtitle = absl::StrCat(models, r.examples(), " inputs");
+    grid.num_layers = r.num_layers();
+    grid.num_heads = r.num_heads();
+    grid.values.assign(r.cosine_similarity().begin(),
+                       r.cosine_similarity().end());
+    // Attention maps are non-negative, so the cosine lies in [0, 1].
+    grid.scale_max = 1;
+    grid.decimals = 2;
+    s = render::WriteOutputFile(dir, "similarity.svg",
+                                render::HeadGridSvg(grid), &written);
+  }
+  if (s.ok() && r.has_detail()) {
+    const v1::AttentionDifference& d = r.detail();
+    render::DifferenceMap map;
+    map.title = absl::StrFormat("L%d H%d: %s minus %s", d.layer(), d.head(),
+                                r.model_b(), r.model_a());
+    map.subtitle = absl::StrCat(models, "input ", d.example(),
+                                " · red: more attention in ", r.model_b());
+    for (const v1::Token& t : d.tokens()) map.tokens.push_back(t.text());
+    for (float v : DecodeFloat32(d.difference())) map.values.push_back(v);
+    s = render::WriteOutputFile(dir, "difference.svg",
+                                render::DifferenceMapSvg(map), &written);
+  }
+  for (const std::string& path : written) std::printf("%s\n", path.c_str());
+  return s;
+}
+
+// "EXAMPLE:LAYER:HEAD", three non-negative integers (ranges are the
+// server's to check: it knows the model).
+absl::Status ParseDetail(const std::string& spec,
+                         v1::CompareAttentionRequest* request) {
+  const std::vector<std::string> parts = absl::StrSplit(spec, ':');
+  int values[3];
+  if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &values[0]) ||
+      !absl::SimpleAtoi(parts[1], &values[1]) ||
+      !absl::SimpleAtoi(parts[2], &values[2]) ||
+      *std::min_element(values, values + 3) < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--detail=", spec, " is not EXAMPLE:LAYER:HEAD (e.g. 0:2:1)"));
+  }
+  request->set_with_detail(true);
+  request->set_detail_example(values[0]);
+  request->mutable_detail_head()->set_layer(values[1]);
+  request->mutable_detail_head()->set_head(values[2]);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunCompare(const Argv& argv) {
+  std::vector<FlagSpec> flags;
+  // --model names one model; this command takes two.
+  for (FlagSpec& f : ConnectionFlags()) {
+    if (f.name != "model") flags.push_back(f);
+  }
+  flags.push_back({"model-a", true,
+                   "the first model (e.g. before fine-tuning); default: the "
+                   "server's default",
+                   "NAME"});
+  flags.push_back({"model-b", true,
+                   "the second model (e.g. after); default: the server's "
+                   "default",
+                   "NAME"});
+  for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
+  for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
+  flags.push_back({"detail", true,
+                   "also write the difference map (b - a) of this head on "
+                   "this input (0-based)",
+                   "EXAMPLE:LAYER:HEAD"});
+  flags.push_back({"out-dir", true,
+                   "write similarity.csv, similarity.json, similarity.svg "
+                   "and, with --detail, difference.svg here",
+                   "DIR"});
+  flags.push_back({"quiet", false, "no progress on stderr"});
+  // No labels are read: --label defaults to none (as in analyze).
+  Argv with_default = argv;
+  if (std::none_of(argv.begin(), argv.end(), [](const std::string& a) {
+        return a == "--label" || absl::StartsWith(a, "--label=");
+      })) {
+    with_default.insert(with_default.begin(), "--label=");
+  }
+  Args args;
+  int exit = 0;
+  if (!ParseCommandArgs(
+          kCommand,
+          "Usage: bertology compare --model-a=A --model-b=B --data=FILE "
+          "[column flags] [mask]\n"
+          "           [--detail=EXAMPLE:LAYER:HEAD] [--out-dir=DIR]\n"
+          "       bertology compare --model-a=A --model-b=B --text-a=TEXT "
+          "[--text-b=TEXT] ...\n"
+          "Per head, the mean over the inputs of the cosine similarity of "
+          "the two\nmodels' attention maps (Kovaleva et al. 2019, Figure 3), "
+          "under the mask\n(applied to both). The models must share layers x "
+          "heads and tokenization.\nWithout --out-dir, prints the CSV.",
+          flags, with_default, &args, &exit)) {
+    return exit;
+  }
+  auto mask = ParseHeadMask(args);
+  if (!mask.ok()) return Fail(kCommand, kExitUsage, mask.status());
+  v1::CompareAttentionRequest request;
+  request.set_model_a(args.Get("model-a"));
+  request.set_model_b(args.Get("model-b"));
+  *request.mutable_head_mask() = *mask;
+  if (args.Has("detail")) {
+    absl::Status s = ParseDetail(args.Get("detail"), &request);
+    if (!s.ok()) return Fail(kCommand, kExitUsage, s);
+  }
+  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  if (!channel.ok()) return Fail(kCommand, kExitUsage, channel.status());
+  auto stub = v1::Bertology::NewStub(*channel);
+  // The limits (and that the server answers) before reading the data.
+  v1::GetModelInfoResponse info;
+  {
+    auto context = NewContext(args);
+    if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
+    absl::Status s = FromGrpcStatus(
+        stub->GetModelInfo(context->get(), v1::GetModelInfoRequest(), &info));
+    if (!s.ok()) {
+      return Fail(
+          kCommand, kExitRpc,
+          absl::Status(s.code(), absl::StrCat("GetModelInfo: ", s.message())));
+    }
+  }
+  if (args.Has("data")) {
+    auto loaded = LoadLabeledData(args, {}, /*require_labels=*/false);
+    if (!loaded.ok()) {
+      return Fail(
+          kCommand,
+          absl::IsInvalidArgument(loaded.status()) &&
+                  loaded.status().message().find(':') == std::string::npos
+              ? kExitUsage
+              : kExitData,
+          loaded.status());
+    }
+    for (const v1::LabeledExample& e : loaded->examples) {
+      *request.add_inputs() = e.input();
+    }
+  } else {
+    const auto& pos = args.positional();
+    v1::TextInput* input = request.add_inputs();
+    input->set_text_a(args.Get("text-a", pos.size() > 0 ? pos[0] : ""));
+    input->set_text_b(args.Get("text-b", pos.size() > 1 ? pos[1] : ""));
+    if (input->text_a().empty()) {
+      return Fail(kCommand, kExitUsage,
+                  absl::InvalidArgumentError("give --text-a or --data"));
+    }
+  }
+  if (request.inputs().empty()) {
+    return Fail(kCommand, kExitUsage,
+                absl::InvalidArgumentError("the data has no inputs"));
+  }
+  // One call: the similarities are means over all inputs, so a dataset over
+  // the limit is refused here rather than merged from several calls.
+  const int limit = info.limits().max_examples_per_sweep();
+  if (limit > 0 && request.inputs_size() > limit) {
+    return Fail(kCommand, kExitUsage,
+                absl::InvalidArgumentError(absl::StrCat(
+                    "the data has ", request.inputs_size(),
+                    " inputs, over the server's max_examples_per_sweep=", limit,
+                    " (use --limit)")));
+  }
+  auto context = NewContext(args, absl::Hours(1));
+  if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
+  auto reader = stub->CompareAttention(context->get(), request);
+  v1::CompareAttentionResponse event;
+  v1::CompareAttentionResult result;
+  bool have_result = false;
+  const bool quiet = args.Has("quiet");
+  while (reader->Read(&event)) {
+    if (event.has_progress() && !quiet) {
+      std::fprintf(stderr, "compared %lld/%lld inputs\n",
+                   static_cast<long long>(event.progress().done()),
+                   static_cast<long long>(event.progress().total()));
+    } else if (event.has_result()) {
+      result = event.result();
+      have_result = true;
+    }
+  }
+  absl::Status s = FromGrpcStatus(reader->Finish());
+  if (!s.ok()) return Fail(kCommand, kExitRpc, s);
+  if (!have_result) {
+    return Fail(kCommand, kExitRpc,
+                absl::InternalError("the server sent no result"));
+  }
+  if (!args.Has("out-dir")) {
+    std::printf("%s", Csv(result).c_str());
+    return kExitOk;
+  }
+  s = WriteOutDir(args.Get("out-dir"), result);
+  if (!s.ok()) return Fail(kCommand, kExitData, s);
+  return kExitOk;
+}
+
+}  // namespace client
+}  // namespace bertology
