@@ -194,15 +194,8 @@ int RunAnalyze(const Argv& argv) {
                    "per statistic and patterns.svg here",
                    "DIR"});
   flags.push_back({"quiet", false, "no progress on stderr"});
-  // Statistics need no labels: --label defaults to none here (a dataset's
-  // label column would otherwise be mapped, and refused by a model with no
-  // classifier); giving --label still reads and checks one.
-  Argv with_default = argv;
-  if (std::none_of(argv.begin(), argv.end(), [](const std::string& a) {
-        return a == "--label" || absl::StartsWith(a, "--label=");
-      })) {
-    with_default.insert(with_default.begin(), "--label=");
-  }
+  // Statistics need no labels: --label defaults to none here.
+  const Argv with_default = WithNoLabelByDefault(argv);
   Args args;
   int exit = 0;
   if (!ParseCommandArgs(

@@ -193,12 +193,7 @@ int RunCompare(const Argv& argv) {
                    "DIR"});
   flags.push_back({"quiet", false, "no progress on stderr"});
   // No labels are read: --label defaults to none (as in analyze).
-  Argv with_default = argv;
-  if (std::none_of(argv.begin(), argv.end(), [](const std::string& a) {
-        return a == "--label" || absl::StartsWith(a, "--label=");
-      })) {
-    with_default.insert(with_default.begin(), "--label=");
-  }
+  const Argv with_default = WithNoLabelByDefault(argv);
   Args args;
   int exit = 0;
   if (!ParseCommandArgs(

@@ -1,9 +1,11 @@
 #include "client/cli/labeled_data.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -116,6 +118,15 @@ absl::StatusOr<std::vector<int>> MapWordLabels(
 }
 
 }  // namespace
+
+std::vector<std::string> WithNoLabelByDefault(std::vector<std::string> argv) {
+  if (std::none_of(argv.begin(), argv.end(), [](const std::string& a) {
+        return a == "--label" || absl::StartsWith(a, "--label=");
+      })) {
+    argv.insert(argv.begin(), "--label=");
+  }
+  return argv;
+}
 
 LabelKind LabelKindOf(const v1::ModelInfo& model) {
   return model.head() == v1::MODEL_HEAD_TOKEN_CLASSIFICATION

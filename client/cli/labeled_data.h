@@ -44,6 +44,12 @@ enum class LabelKind {
   kPerWord,
 };
 
+// `argv` with "--label=" (no label column) put first unless it gives
+// --label itself: for commands that need no labels (analyze, segment), so a
+// dataset's label column is not mapped and refused by a model with no
+// classifier; giving --label still reads and checks one.
+std::vector<std::string> WithNoLabelByDefault(std::vector<std::string> argv);
+
 // kPerWord for a token classifier, else kSequence.
 LabelKind LabelKindOf(const v1::ModelInfo& model);
 

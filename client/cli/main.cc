@@ -35,6 +35,8 @@ constexpr char kUsage[] =
     "step\n"
     "  compare    per-head attention similarity of two models, and a "
     "difference map\n"
+    "  segment    each head read as a word segmenter, scored against gold "
+    "words\n"
     "\n"
     "Exit codes:\n"
     "  0  success\n"
@@ -90,6 +92,7 @@ int main(int argc, char** argv) {
   if (command == "importance") return RunImportance(rest);
   if (command == "prune") return RunPrune(rest);
   if (command == "compare") return RunCompare(rest);
+  if (command == "segment") return RunSegment(rest);
   std::fprintf(stderr, "bertology: unknown command '%s' (see --help)\n",
                command.c_str());
   return kExitUsage;

@@ -227,6 +227,43 @@ class SegmentTest(unittest.TestCase):
         self.assertGreaterEqual(got["oracle_all_heads"], got["oracle_top_heads"])
         self.assertGreaterEqual(got["oracle_top_heads"], np.nanmax(got["accuracy"]))
 
+    def test_cli_writes_csv_json_and_svgs(self):
+        """`bertology segment` on the shipped words file, as the README
+        shows it, against the RPC's own answer."""
+        path = os.path.join(SHIPPED_DIR, "data", "test_words.tsv")
+        out = os.path.join(self.tmp, "cli")
+        r = subprocess.run(
+            [os.path.join(BIN_DIR, "bertology"), "segment", "--target=" + self.target,
+             "--model=shipped", "--data=" + path, "--header=no", "--text-a=0",
+             "--text-b=1", "--limit=60", "--view=2", "--quiet", "--out-dir=" + out],
+            capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(path, encoding="utf-8") as f:
+            rows = [line.rstrip("\n").split("\t") for line in f][:60]
+        want = self.client.segment_words([(q, t) for q, t, _ in rows],
+                                         model="shipped", view_example=2)
+        with open(os.path.join(out, "segment_heads.csv")) as f:
+            table = list(csv.DictReader(f))
+        self.assertEqual(len(table), want["f1"].size)
+        for row in table:
+            l, h = int(row["layer"]), int(row["head"])
+            f1 = want["f1"][l, h]
+            if np.isnan(f1):
+                self.assertEqual(row["f1"], "")
+            else:
+                self.assertAlmostEqual(float(row["f1"]), float(f1), places=6)
+            self.assertEqual(int(row["correct"]), int(want["correct"][l, h]))
+        with open(os.path.join(out, "segment_heads.json")) as f:
+            j = json.load(f)
+        self.assertAlmostEqual(j["oracle_all_heads"], want["oracle_all_heads"], places=12)
+        self.assertEqual([tuple(x) for x in j["best_heads"]],
+                         [tuple(x) for x in want["best_heads"]])
+        with open(os.path.join(out, "segment_f1.svg")) as f:
+            self.assertEqual(f.read().count('class="cell"'), want["f1"].size)
+        with open(os.path.join(out, "segmentation.svg")) as f:
+            view = f.read()
+        self.assertEqual(view.count('class="char"'), len(want["view"]["characters"]))
+
     def test_bad_input_names_the_field(self):
         def code_and_message(request):
             with self.assertRaises(grpc.RpcError) as e:

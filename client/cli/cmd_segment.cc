@@ -1,0 +1,245 @@
+// `bertology segment`: attention as a word segmenter (the SegmentWords RPC)
+// over a file whose text columns hold the gold words separated by spaces
+// (e.g. models/querytitle-zh-tiny/data/test_words.tsv; the texts are the
+// words concatenated). Writes segment_heads.csv/.json, an F1 heatmap
+// (layers x heads) and the segmentation view of one example with --out-dir;
+// without it, the CSV on stdout.
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "client/cli/commands.h"
+#include "client/cli/connection.h"
+#include "client/cli/exit_codes.h"
+#include "client/cli/labeled_data.h"
+#include "client/cli/mask_flags.h"
+#include "client/render/file_output.h"
+#include "client/render/head_grid_figures.h"
+#include "client/render/segmentation_figure.h"
+#include "nlohmann/json.hpp"
+
+namespace bertology {
+namespace client {
+namespace {
+
+constexpr char kCommand[] = "segment";
+
+// "word word" -> the words and the text they make.
+void SplitWords(const std::string& spaced,
+                google::protobuf::RepeatedPtrField<std::string>* words,
+                std::string* text) {
+  for (absl::string_view w :
+       absl::StrSplit(spaced, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+    words->Add(std::string(w));
+    absl::StrAppend(text, w);
+  }
+}
+
+std::string Number(double v) {
+  return std::isnan(v) ? "" : absl::StrFormat("%.9g", v);
+}
+
+std::string Csv(const v1::SegmentWordsResult& r) {
+  const v1::SegmentationScores& s = r.scores();
+  std::string out =
+      "layer,head,precision,recall,f1,accuracy,true_ends,predicted_ends,"
+      "correct\n";
+  for (int l = 0; l < r.num_layers(); ++l) {
+    for (int h = 0; h < r.num_heads(); ++h) {
+      const int k = l * r.num_heads() + h;
+      absl::StrAppend(&out, l, ",", h, ",", Number(s.precision(k)), ",",
+                      Number(s.recall(k)), ",", Number(s.f1(k)), ",",
+                      Number(s.accuracy(k)), ",", s.true_ends(k), ",",
+                      s.predicted_ends(k), ",", s.correct(k), "\n");
+    }
+  }
+  return out;
+}
+
+nlohmann::json Json(const std::string& model, const v1::SegmentWordsResult& r) {
+  auto num = [](double v) {
+    return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
+  };
+  auto grid = [&](const google::protobuf::RepeatedField<float>& values) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (int l = 0; l < r.num_layers(); ++l) {
+      nlohmann::json row = nlohmann::json::array();
+      for (int h = 0; h < r.num_heads(); ++h) {
+        row.push_back(num(values[l * r.num_heads() + h]));
+      }
+      rows.push_back(row);
+    }
+    return rows;
+  };
+  nlohmann::json best = nlohmann::json::array();
+  for (const v1::LayerHead& lh : r.best_heads()) {
+    best.push_back({lh.layer(), lh.head()});
+  }
+  return {{"model", model},
+          {"num_layers", r.num_layers()},
+          {"num_heads", r.num_heads()},
+          {"examples", r.examples()},
+          {"truncated_examples", r.truncated_examples()},
+          {"characters", r.characters()},
+          {"gold_ends", r.gold_ends()},
+          {"skipped_pieces", r.skipped_pieces()},
+          {"oracle_all_heads", r.oracle_all_heads()},
+          {"oracle_top_heads", r.oracle_top_heads()},
+          {"best_heads", best},
+          {"precision", grid(r.scores().precision())},
+          {"recall", grid(r.scores().recall())},
+          {"f1", grid(r.scores().f1())},
+          {"accuracy", grid(r.scores().accuracy())}};
+}
+
+const char* PredictionName(int p) {
+  switch (p) {
+    case v1::CHARACTER_PREDICTION_WORD_END:
+      return "end";
+    case v1::CHARACTER_PREDICTION_WORD_INTERNAL:
+      return "internal";
+    default:
+      return "none";
+  }
+}
+
+absl::Status WriteOutDir(const std::string& dir, const std::string& model,
+                         const v1::SegmentWordsResult& r) {
+  std::vector<std::string> written;
+  absl::Status s =
+      render::WriteOutputFile(dir, "segment_heads.csv", Csv(r), &written);
+  if (s.ok()) {
+    s = render::WriteOutputFile(dir, "segment_heads.json",
+                                Json(model, r).dump(2) + "\n", &written);
+  }
+  const std::string subtitle = absl::StrFormat(
+      "%s · %d examples, %d characters · any head right: %.3f (top %d: "
+      "%.3f)",
+      model, r.examples(), r.characters(), r.oracle_all_heads(),
+      r.best_heads_size(), r.oracle_top_heads());
+  if (s.ok()) {
+    render::HeadGrid grid;
+    grid.title = "Word-end F1 of each head read as a segmenter";
+    grid.subtitle = subtitle;
+    grid.num_layers = r.num_layers();
+    grid.num_heads = r.num_heads();
+    grid.values.assign(r.scores().f1().begin(), r.scores().f1().end());
+    grid.scale_max = 1;
+    s = render::WriteOutputFile(dir, "segment_f1.svg",
+                                render::HeadGridSvg(grid), &written);
+  }
+  if (s.ok() && r.has_view()) {
+    const v1::SegmentationView& v = r.view();
+    render::SegmentationFigure figure;
+    figure.title =
+        absl::StrCat("Example ", v.example(), ": gold words and head L",
+                     v.head().layer(), "H", v.head().head());
+    figure.subtitle = "boundaries above: gold; below: the head's word ends";
+    figure.characters.assign(v.characters().begin(), v.characters().end());
+    figure.segment.assign(v.segment().begin(), v.segment().end());
+    figure.gold_end.assign(v.gold_end().begin(), v.gold_end().end());
+    for (int p : v.predicted()) figure.predicted.push_back(PredictionName(p));
+    s = render::WriteOutputFile(dir, "segmentation.svg",
+                                render::SegmentationSvg(figure), &written);
+  }
+  for (const std::string& path : written) std::printf("%s\n", path.c_str());
+  return s;
+}
+
+}  // namespace
+
+int RunSegment(const Argv& argv) {
+  std::vector<FlagSpec> flags = ConnectionFlags();
+  for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
+  for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
+  flags.push_back({"top", true, "best heads reported (5)", "K"});
+  flags.push_back(
+      {"view", true, "the example drawn in segmentation.svg (0)", "INDEX"});
+  flags.push_back({"out-dir", true,
+                   "write segment_heads.csv, segment_heads.json, "
+                   "segment_f1.svg and segmentation.svg here",
+                   "DIR"});
+  flags.push_back({"quiet", false, "no progress on stderr"});
+  Args args;
+  int exit = 0;
+  if (!ParseCommandArgs(
+          kCommand,
+          "Usage: bertology segment --data=FILE [--text-a=COL] [--text-b=COL] "
+          "[mask] [--top=K]\n       [--view=INDEX] [--out-dir=DIR]\n"
+          "Reads each head as a word segmenter (a character whose strongest "
+          "attention\nis a [SEP] ends a word; one attending to the next "
+          "character is inside one)\nand scores it against the gold words: "
+          "the text columns hold the words\nseparated by spaces, e.g. "
+          "models/querytitle-zh-tiny/data/test_words.tsv.",
+          flags, WithNoLabelByDefault(argv), &args, &exit)) {
+    return exit;
+  }
+  auto mask = ParseHeadMask(args);
+  if (!mask.ok()) return Fail(kCommand, kExitUsage, mask.status());
+  v1::SegmentWordsRequest request;
+  request.set_model(args.Get("model"));
+  *request.mutable_head_mask() = *mask;
+  for (const auto& [flag, setter] :
+       {std::pair<const char*, void (v1::SegmentWordsRequest::*)(int32_t)>{
+            "top", &v1::SegmentWordsRequest::set_top_k},
+        {"view", &v1::SegmentWordsRequest::set_view_example}}) {
+    if (!args.Has(flag)) continue;
+    auto v = args.GetInt(flag, 0);
+    if (!v.ok()) return Fail(kCommand, kExitUsage, v.status());
+    (request.*setter)(*v);
+  }
+  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  if (!channel.ok()) return Fail(kCommand, kExitUsage, channel.status());
+  auto stub = v1::Bertology::NewStub(*channel);
+  auto info = FetchModelInfo(stub.get(), args);
+  if (!info.ok()) return Fail(kCommand, kExitRpc, info.status());
+  const std::vector<std::string> labels(info->model.label_names().begin(),
+                                        info->model.label_names().end());
+  auto data = LoadLabeledData(args, labels, /*require_labels=*/false);
+  if (!data.ok()) return Fail(kCommand, kExitData, data.status());
+  for (const v1::LabeledExample& e : data->examples) {
+    v1::SegmentedText* t = request.add_examples();
+    SplitWords(e.input().text_a(), t->mutable_words_a(),
+               t->mutable_input()->mutable_text_a());
+    SplitWords(e.input().text_b(), t->mutable_words_b(),
+               t->mutable_input()->mutable_text_b());
+  }
+  auto context = NewContext(args, absl::Hours(1));
+  if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
+  auto reader = stub->SegmentWords(context->get(), request);
+  v1::SegmentWordsResponse event;
+  std::optional<v1::SegmentWordsResult> result;
+  while (reader->Read(&event)) {
+    if (event.has_progress() && !args.Has("quiet")) {
+      std::fprintf(stderr, "segmented %lld/%lld examples\n",
+                   static_cast<long long>(event.progress().done()),
+                   static_cast<long long>(event.progress().total()));
+    } else if (event.has_result()) {
+      result = event.result();
+    }
+  }
+  absl::Status s = FromGrpcStatus(reader->Finish());
+  if (!s.ok()) return Fail(kCommand, kExitRpc, s);
+  if (!result) {
+    return Fail(kCommand, kExitRpc,
+                absl::InternalError("the server sent no result"));
+  }
+  if (!args.Has("out-dir")) {
+    std::printf("%s", Csv(*result).c_str());
+    return kExitOk;
+  }
+  s = WriteOutDir(args.Get("out-dir"), info->model.name(), *result);
+  if (!s.ok()) return Fail(kCommand, kExitData, s);
+  return kExitOk;
+}
+
+}  // namespace client
+}  // namespace bertology
