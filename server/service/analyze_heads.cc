@@ -14,6 +14,7 @@
 #include "server/core/analysis/head_stats.h"
 #include "server/core/model/model.h"
 #include "server/core/status_macros.h"
+#include "server/service/attention_passes.h"
 #include "server/service/handlers.h"
 #include "server/service/model_registry.h"
 #include "server/service/request_validation.h"
@@ -22,28 +23,6 @@ namespace bertology {
 namespace {
 
 constexpr absl::Duration kProgressInterval = absl::Milliseconds(100);
-// A pass returns every layer's maps, rows x L x H x T^2 floats: BERT-base
-// at T = 512 is 150 MB a row, so rows are added to a pass only while its
-// maps stay under this (a single row always runs).
-constexpr int64_t kMaxMapBytesPerPass = int64_t{256} << 20;
-
-// The end of the pass starting at `begin`: at most `max_rows` rows, and no
-// more than fit kMaxMapBytesPerPass padded to the pass's longest row.
-int PassEnd(const std::vector<Encoding>& encodings, int begin, int max_rows,
-            int64_t floats_per_position_pair) {
-  int end = begin + 1;
-  int64_t longest = static_cast<int64_t>(encodings[begin].tokens.size());
-  while (end < static_cast<int>(encodings.size()) && end - begin < max_rows) {
-    const int64_t t =
-        std::max(longest, static_cast<int64_t>(encodings[end].tokens.size()));
-    const int64_t bytes = (end - begin + 1) * t * t * floats_per_position_pair *
-                          static_cast<int64_t>(sizeof(float));
-    if (bytes > kMaxMapBytesPerPass) break;
-    longest = t;
-    ++end;
-  }
-  return end;
-}
 
 void Fill(const std::vector<double>& values,
           google::protobuf::RepeatedField<float>* out) {
@@ -129,8 +108,8 @@ absl::Status HandleAnalyzeHeads(
       return absl::CancelledError(absl::StrCat(
           "AnalyzeHeads cancelled after ", begin, " of ", total, " examples"));
     }
-    end =
-        PassEnd(encodings, begin, batch, static_cast<int64_t>(layers) * heads);
+    end = AttentionPassEnd(encodings, begin, batch,
+                           static_cast<int64_t>(layers) * heads);
     std::vector<ModelRow> rows;
     for (int i = begin; i < end; ++i) rows.push_back({&encodings[i], &mask});
     ASSIGN_OR_RETURN(ForwardOutput output, model.Forward(rows, options));

@@ -15,6 +15,7 @@
 #include "server/core/compare/attention_similarity.h"
 #include "server/core/model/model.h"
 #include "server/core/status_macros.h"
+#include "server/service/attention_passes.h"
 #include "server/service/attention_view.h"
 #include "server/service/handlers.h"
 #include "server/service/model_registry.h"
@@ -25,26 +26,6 @@ namespace bertology {
 namespace {
 
 constexpr absl::Duration kProgressInterval = absl::Milliseconds(100);
-// A pass holds every layer's maps of both models: rows x 2 x L x H x T^2
-// floats. Rows are added only while that stays under this (as AnalyzeHeads
-// does for one model; a single row always runs).
-constexpr int64_t kMaxMapBytesPerPass = int64_t{256} << 20;
-
-int PassEnd(const std::vector<Encoding>& encodings, int begin, int max_rows,
-            int64_t floats_per_position_pair) {
-  int end = begin + 1;
-  int64_t longest = static_cast<int64_t>(encodings[begin].tokens.size());
-  while (end < static_cast<int>(encodings.size()) && end - begin < max_rows) {
-    const int64_t t =
-        std::max(longest, static_cast<int64_t>(encodings[end].tokens.size()));
-    const int64_t bytes = (end - begin + 1) * t * t * floats_per_position_pair *
-                          static_cast<int64_t>(sizeof(float));
-    if (bytes > kMaxMapBytesPerPass) break;
-    longest = t;
-    ++end;
-  }
-  return end;
-}
 
 // Why the two encodings of input `field` differ, or "" when they are equal.
 // Differing ids mean the maps' rows would not be the same tokens, so the
@@ -187,8 +168,8 @@ absl::Status HandleCompareAttention(
           absl::StrCat("CompareAttention cancelled after ", begin, " of ",
                        total, " inputs"));
     }
-    end =
-        PassEnd(enc_a, begin, batch, 2 * static_cast<int64_t>(layers) * heads);
+    end = AttentionPassEnd(enc_a, begin, batch,
+                           2 * static_cast<int64_t>(layers) * heads);
     std::vector<ModelRow> rows_a, rows_b;
     for (int i = begin; i < end; ++i) {
       rows_a.push_back({&enc_a[i], &mask});
