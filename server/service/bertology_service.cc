@@ -124,9 +124,8 @@ grpc::Status BertologyService::CompareAttention(
     grpc::ServerContext* context, const v1::CompareAttentionRequest* request,
     grpc::ServerWriter<v1::CompareAttentionResponse>* writer) {
   const auto stream = StreamOf(context, writer);
-  return Serve(ctx_.metrics, "CompareAttention", *context, [&] {
-    return HandleCompareAttention(ctx_, *request, stream);
-  });
+  return Serve(ctx_.metrics, "CompareAttention", *context,
+               [&] { return HandleCompareAttention(ctx_, *request, stream); });
 }
 
 grpc::Status BertologyService::SegmentWords(
