@@ -42,12 +42,16 @@ void FillModelInfo(const ServedModel& served, bool is_default,
       out->set_head(v1::MODEL_HEAD_TOKEN_CLASSIFICATION);
       break;
   }
-  for (const char* rpc : {"Tokenize", "GetAttention"}) {
+  // The encoder's RPCs serve every head; the scored ones need logits.
+  for (const char* rpc : {"Tokenize", "GetAttention", "AnalyzeHeads",
+                          "CompareAttention", "SegmentWords"}) {
     out->add_served_rpcs(rpc);
   }
   if (model.has_classifier()) {
-    out->add_served_rpcs("Classify");
-    out->add_served_rpcs("SweepAblation");
+    for (const char* rpc :
+         {"Classify", "SweepAblation", "HeadImportance", "PruneCurve"}) {
+      out->add_served_rpcs(rpc);
+    }
   }
   out->set_identity(
       absl::StrCat(model.identity(), ";server=", kBertologyVersion));

@@ -156,8 +156,10 @@ class HeadsTest(unittest.TestCase):
             self.assertEqual(m.architecture, v["architecture"], name)
             classifier = v["head"] != "encoder"
             self.assertEqual(m.has_classifier, classifier, name)
-            want_rpcs = ["Tokenize", "GetAttention"] + (
-                ["Classify", "SweepAblation"] if classifier else [])
+            want_rpcs = ["Tokenize", "GetAttention", "AnalyzeHeads",
+                         "CompareAttention", "SegmentWords"] + (
+                ["Classify", "SweepAblation", "HeadImportance", "PruneCurve"]
+                if classifier else [])
             self.assertEqual(list(m.served_rpcs), want_rpcs, name)
             self.assertEqual(pb.ModelHead.Name(m.head),
                              "MODEL_HEAD_" + v["head"].upper(), name)
