@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import grpc
@@ -65,9 +66,13 @@ class ImportanceTest(unittest.TestCase):
         cls.target = "127.0.0.1:%d" % cls.server.port
         cls.channel = grpc.insecure_channel(cls.target)
         grpc.channel_ready_future(cls.channel).result(timeout=30)
-        for _ in range(100):
-            if health(cls.channel) == 1:
-                break
+        # Health turns SERVING after the warm-up passes, which take longer
+        # on a loaded machine: wait on a deadline, not a count of tries.
+        deadline = time.time() + 120
+        while health(cls.channel) != 1:
+            if time.time() > deadline:
+                raise RuntimeError("server not SERVING: " + cls.server.output())
+            time.sleep(0.05)
         cls.stub = pb_grpc.BertologyStub(cls.channel)
         cls.client = Client(cls.target)
         cls.w = read_safetensors(os.path.join(MODEL_DIR, "model.safetensors"))
