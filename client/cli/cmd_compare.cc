@@ -277,31 +277,15 @@ int RunCompare(const Argv& argv) {
   auto context = NewContext(args, absl::Hours(1));
   if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
   auto reader = stub->CompareAttention(context->get(), request);
-  v1::CompareAttentionResponse event;
-  v1::CompareAttentionResult result;
-  bool have_result = false;
-  const bool quiet = args.Has("quiet");
-  while (reader->Read(&event)) {
-    if (event.has_progress() && !quiet) {
-      std::fprintf(stderr, "compared %lld/%lld inputs\n",
-                   static_cast<long long>(event.progress().done()),
-                   static_cast<long long>(event.progress().total()));
-    } else if (event.has_result()) {
-      result = event.result();
-      have_result = true;
-    }
-  }
-  absl::Status s = FromGrpcStatus(reader->Finish());
-  if (!s.ok()) return Fail(kCommand, kExitRpc, s);
-  if (!have_result) {
-    return Fail(kCommand, kExitRpc,
-                absl::InternalError("the server sent no result"));
-  }
+  auto read = ReadResultStream<v1::CompareAttentionResponse>(
+      reader.get(), args.Has("quiet"), "compared", "inputs");
+  if (!read.ok()) return Fail(kCommand, kExitRpc, read.status());
+  const v1::CompareAttentionResult& result = *read;
   if (!args.Has("out-dir")) {
     std::printf("%s", Csv(result).c_str());
     return kExitOk;
   }
-  s = WriteOutDir(args.Get("out-dir"), result);
+  absl::Status s = WriteOutDir(args.Get("out-dir"), result);
   if (!s.ok()) return Fail(kCommand, kExitData, s);
   return kExitOk;
 }

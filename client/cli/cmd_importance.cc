@@ -186,21 +186,9 @@ int RunImportance(const Argv& argv) {
   auto context = NewContext(args, absl::Hours(1));
   if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
   auto reader = job.stub->HeadImportance(context->get(), request);
-  v1::HeadImportanceResponse event;
-  std::optional<v1::HeadImportanceResult> result;
-  while (reader->Read(&event)) {
-    if (event.has_progress()) {
-      Progress(args.Has("quiet"), "examples", event.progress());
-    } else if (event.has_result()) {
-      result = event.result();
-    }
-  }
-  absl::Status s = FromGrpcStatus(reader->Finish());
-  if (!s.ok()) return Fail(kCommand, kExitRpc, s);
-  if (!result) {
-    return Fail(kCommand, kExitRpc,
-                absl::InternalError("the server sent no result"));
-  }
+  auto result = ReadResultStream<v1::HeadImportanceResponse>(
+      reader.get(), args.Has("quiet"), "scored", "examples");
+  if (!result.ok()) return Fail(kCommand, kExitRpc, result.status());
   if (!args.Has("out-dir")) {
     std::printf("%s", ImportanceCsv(*result).c_str());
     return kExitOk;
@@ -208,8 +196,8 @@ int RunImportance(const Argv& argv) {
   const std::string dir = args.Get("out-dir");
   const std::string& model = job.info.model.name();
   std::vector<std::string> written;
-  s = render::WriteOutputFile(dir, "importance.csv", ImportanceCsv(*result),
-                              &written);
+  absl::Status s = render::WriteOutputFile(dir, "importance.csv",
+                                           ImportanceCsv(*result), &written);
   if (s.ok()) {
     s = render::WriteOutputFile(dir, "importance.json",
                                 ImportanceJson(model, *result).dump(2) + "\n",

@@ -215,28 +215,15 @@ int RunSegment(const Argv& argv) {
   auto context = NewContext(args, absl::Hours(1));
   if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
   auto reader = stub->SegmentWords(context->get(), request);
-  v1::SegmentWordsResponse event;
-  std::optional<v1::SegmentWordsResult> result;
-  while (reader->Read(&event)) {
-    if (event.has_progress() && !args.Has("quiet")) {
-      std::fprintf(stderr, "segmented %lld/%lld examples\n",
-                   static_cast<long long>(event.progress().done()),
-                   static_cast<long long>(event.progress().total()));
-    } else if (event.has_result()) {
-      result = event.result();
-    }
-  }
-  absl::Status s = FromGrpcStatus(reader->Finish());
-  if (!s.ok()) return Fail(kCommand, kExitRpc, s);
-  if (!result) {
-    return Fail(kCommand, kExitRpc,
-                absl::InternalError("the server sent no result"));
-  }
+  auto result = ReadResultStream<v1::SegmentWordsResponse>(
+      reader.get(), args.Has("quiet"), "segmented", "examples");
+  if (!result.ok()) return Fail(kCommand, kExitRpc, result.status());
   if (!args.Has("out-dir")) {
     std::printf("%s", Csv(*result).c_str());
     return kExitOk;
   }
-  s = WriteOutDir(args.Get("out-dir"), info->model.name(), *result);
+  absl::Status s =
+      WriteOutDir(args.Get("out-dir"), info->model.name(), *result);
   if (!s.ok()) return Fail(kCommand, kExitData, s);
   return kExitOk;
 }

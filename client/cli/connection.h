@@ -5,8 +5,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -32,6 +36,34 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
 // A context with the --timeout deadline (default `def`).
 absl::StatusOr<std::unique_ptr<grpc::ClientContext>> NewContext(
     const Args& args, absl::Duration def = absl::Seconds(60));
+
+// Reads a server stream of `progress` (SweepProgress) and `result` events
+// (AnalyzeHeads, HeadImportance, CompareAttention, SegmentWords) to its
+// end: each progress event as "<verb> done/total <unit>" on stderr unless
+// `quiet`, and the one result. The stream's status, or INTERNAL when it
+// ended without a result.
+template <typename Event, typename Reader>
+auto ReadResultStream(Reader* reader, bool quiet, const char* verb,
+                      const char* unit)
+    -> absl::StatusOr<std::decay_t<decltype(std::declval<Event>().result())>> {
+  Event event;
+  std::optional<std::decay_t<decltype(event.result())>> result;
+  while (reader->Read(&event)) {
+    if (event.has_progress()) {
+      if (!quiet) {
+        std::fprintf(stderr, "%s %lld/%lld %s\n", verb,
+                     static_cast<long long>(event.progress().done()),
+                     static_cast<long long>(event.progress().total()), unit);
+      }
+    } else if (event.has_result()) {
+      result = event.result();
+    }
+  }
+  absl::Status s = FromGrpcStatus(reader->Finish());
+  if (!s.ok()) return s;
+  if (!result) return absl::InternalError("the server sent no result");
+  return *std::move(result);
+}
 
 // The ModelInfo of --model (the default model when empty) and the limits.
 struct ModelAndLimits {
