@@ -12,7 +12,8 @@ import time
 
 class LiveServer:
     """`bertology-server` with `flags`, until stop(). `port` is set once it
-    listens; wait for health SERVING separately (the caller's stack)."""
+    listens; wait_serving() waits for health SERVING on the caller's
+    channel."""
 
     def __init__(self, bin_dir, flags, timeout=60.0):
         self.log = tempfile.NamedTemporaryFile(prefix="bertology-py-", suffix=".log")
@@ -33,6 +34,23 @@ class LiveServer:
             self.stop()
             raise RuntimeError("server printed no port: " + self.output())
 
+    def wait_serving(self, channel, timeout=120.0):
+        """Polls grpc.health.v1 on `channel` until SERVING (after the
+        models' warm-up); RuntimeError with the server's log on timeout or
+        exit."""
+        import grpc  # the callers' stack; this module stays grpc-free
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                if health(channel) == 1:
+                    return
+            except grpc.RpcError:
+                pass
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise RuntimeError("server not SERVING: " + self.output())
+
     def output(self):
         with open(self.log.name) as f:
             return f.read()
@@ -41,3 +59,13 @@ class LiveServer:
         self.proc.terminate()
         self.proc.wait(timeout=30)
         self.log.close()
+
+
+def health(channel):
+    """grpc.health.v1 Check of service "" with hand-encoded messages:
+    the response is field 1 (status) as a varint; 1 = SERVING."""
+    check = channel.unary_unary("/grpc.health.v1.Health/Check",
+                                request_serializer=lambda b: b,
+                                response_deserializer=lambda b: b)
+    response = check(b"", timeout=5)
+    return response[1] if len(response) >= 2 else 0

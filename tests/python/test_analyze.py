@@ -19,12 +19,10 @@ Run by ctest; by hand:
 import csv
 import math
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 import grpc
@@ -47,7 +45,6 @@ import make_golden  # noqa: E402  (the reference BERT)
 import make_head_checkpoints as heads  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 from test_heads import load_weights  # noqa: E402
-from test_service import health  # noqa: E402
 
 LAYERS = make_golden.CONFIG["num_hidden_layers"]
 HEADS = make_golden.CONFIG["num_attention_heads"]
@@ -85,14 +82,7 @@ class AnalyzeTest(unittest.TestCase):
         cls.server = LiveServer(BIN_DIR, flags)
         cls.target = "127.0.0.1:%d" % cls.server.port
         cls.channel = grpc.insecure_channel(cls.target)
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                if health(cls.channel) == 1:
-                    break
-            except grpc.RpcError:
-                pass
-            time.sleep(0.05)
+        cls.server.wait_serving(cls.channel)
         cls.stub = pb_grpc.BertologyStub(cls.channel)
         cls.client = Client(cls.target)
         cls.weights = {"tiny": load_weights(MODEL_DIR),

@@ -22,7 +22,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 import grpc
@@ -43,7 +42,6 @@ from bertology_client import Client  # noqa: E402
 import make_golden  # noqa: E402  (the reference BERT and writer)
 from live_server import LiveServer  # noqa: E402
 from test_heads import load_weights, read_safetensors_any  # noqa: E402
-from test_service import health  # noqa: E402
 
 LAYERS = make_golden.CONFIG["num_hidden_layers"]
 HEADS = make_golden.CONFIG["num_attention_heads"]
@@ -114,14 +112,7 @@ class CompareTest(unittest.TestCase):
         cls.server = LiveServer(BIN_DIR, flags)
         cls.target = "127.0.0.1:%d" % cls.server.port
         cls.channel = grpc.insecure_channel(cls.target)
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                if health(cls.channel) == 1:
-                    break
-            except grpc.RpcError:
-                pass
-            time.sleep(0.05)
+        cls.server.wait_serving(cls.channel)
         cls.stub = pb_grpc.BertologyStub(cls.channel)
         cls.client = Client(cls.target)
         cls.weights = {"a": load_weights(MODEL_DIR), "b": load_weights(cls.dir_b)}

@@ -23,7 +23,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 import grpc
@@ -43,7 +42,6 @@ from bertology_client import Client  # noqa: E402
 import make_golden  # noqa: E402  (the reference BERT)
 import make_head_checkpoints as heads  # noqa: E402  (the writer)
 from live_server import LiveServer  # noqa: E402
-from test_service import health  # noqa: E402
 
 LAYERS = make_golden.CONFIG["num_hidden_layers"]
 HEADS = make_golden.CONFIG["num_attention_heads"]
@@ -98,14 +96,7 @@ class HeadsTest(unittest.TestCase):
                  for name in cls.variants]
         cls.server = LiveServer(BIN_DIR, flags + ["--threads=1", "--warmup_passes=1"])
         cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.server.port)
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                if health(cls.channel) == 1:
-                    break
-            except grpc.RpcError:
-                pass
-            time.sleep(0.05)
+        cls.server.wait_serving(cls.channel)
         cls.stub = pb_grpc.BertologyStub(cls.channel)
         cls.weights = {name: load_weights(os.path.join(cls.tmp, name))
                        for name in cls.variants}

@@ -18,12 +18,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 import grpc
 import numpy as np
-import torch
 
 from bertology.v1 import bertology_pb2 as pb
 from bertology.v1 import bertology_pb2_grpc as pb_grpc
@@ -38,7 +36,7 @@ from bertology_client import Client  # noqa: E402
 import importance_reference as ref  # noqa: E402
 import make_golden  # noqa: E402
 from live_server import LiveServer  # noqa: E402
-from test_service import health, read_safetensors  # noqa: E402
+from test_service import read_safetensors  # noqa: E402
 
 MODEL_DIR = os.path.join(SOURCE_DIR, "tests", "golden", "tiny-bert-cls")
 L, H = ref.LAYERS, ref.HEADS
@@ -66,13 +64,7 @@ class ImportanceTest(unittest.TestCase):
         cls.target = "127.0.0.1:%d" % cls.server.port
         cls.channel = grpc.insecure_channel(cls.target)
         grpc.channel_ready_future(cls.channel).result(timeout=30)
-        # Health turns SERVING after the warm-up passes, which take longer
-        # on a loaded machine: wait on a deadline, not a count of tries.
-        deadline = time.time() + 120
-        while health(cls.channel) != 1:
-            if time.time() > deadline:
-                raise RuntimeError("server not SERVING: " + cls.server.output())
-            time.sleep(0.05)
+        cls.server.wait_serving(cls.channel)
         cls.stub = pb_grpc.BertologyStub(cls.channel)
         cls.client = Client(cls.target)
         cls.w = read_safetensors(os.path.join(MODEL_DIR, "model.safetensors"))

@@ -27,7 +27,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 import grpc
@@ -49,7 +48,6 @@ from bertology_client import Client  # noqa: E402
 import make_golden  # noqa: E402  (the reference BERT)
 from live_server import LiveServer  # noqa: E402
 from test_heads import load_weights  # noqa: E402
-from test_service import health  # noqa: E402
 
 LAYERS = make_golden.CONFIG["num_hidden_layers"]
 HEADS = make_golden.CONFIG["num_attention_heads"]
@@ -63,17 +61,6 @@ EXAMPLES = [
     (["kk", "q"], ["xzv"]),
 ]
 MASK = [1.0] * HEADS + [0.0, 1.0, 0.0, 1.0] + [1.0, 0.5, 1.0, 1.0]
-
-
-def wait_serving(channel):
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            if health(channel) == 1:
-                return
-        except grpc.RpcError:
-            pass
-        time.sleep(0.05)
 
 
 def request_of(examples):
@@ -129,7 +116,7 @@ class SegmentTest(unittest.TestCase):
         cls.server = LiveServer(BIN_DIR, flags)
         cls.target = "127.0.0.1:%d" % cls.server.port
         cls.channel = grpc.insecure_channel(cls.target)
-        wait_serving(cls.channel)
+        cls.server.wait_serving(cls.channel)
         cls.stub = pb_grpc.BertologyStub(cls.channel)
         cls.client = Client(cls.target)
         cls.weights = load_weights(MODEL_DIR)

@@ -52,32 +52,14 @@ def read_safetensors(path):
     return out
 
 
-def health(channel):
-    """grpc.health.v1 Check of service "" with hand-encoded messages:
-    the response is field 1 (status) as a varint; 1 = SERVING."""
-    check = channel.unary_unary("/grpc.health.v1.Health/Check",
-                                request_serializer=lambda b: b,
-                                response_deserializer=lambda b: b)
-    response = check(b"", timeout=5)
-    return response[1] if len(response) >= 2 else 0
-
-
 class ServiceTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
         cls.server = LiveServer(BIN_DIR, ["--model=tiny=" + MODEL_DIR,
                                           "--threads=1", "--warmup_passes=1"])
-        port = cls.server.port
-        deadline = time.time() + 60
-        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % port)
-        while time.time() < deadline:
-            try:
-                if health(cls.channel) == 1:
-                    break
-            except grpc.RpcError:
-                pass
-            time.sleep(0.02)
+        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.server.port)
+        cls.server.wait_serving(cls.channel)
         cls.stub = pb_grpc.BertologyStub(cls.channel)
         cls.weights = read_safetensors(os.path.join(MODEL_DIR, "model.safetensors"))
 
