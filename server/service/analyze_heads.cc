@@ -9,8 +9,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "server/core/analysis/head_stats.h"
 #include "server/core/model/model.h"
 #include "server/core/status_macros.h"
@@ -21,8 +19,6 @@
 
 namespace bertology {
 namespace {
-
-constexpr absl::Duration kProgressInterval = absl::Milliseconds(100);
 
 void Fill(const std::vector<double>& values,
           google::protobuf::RepeatedField<float>* out) {
@@ -93,51 +89,20 @@ absl::Status HandleAnalyzeHeads(
     encodings.push_back(std::move(e));
   }
 
-  ForwardOptions options;
-  for (int l = 0; l < layers; ++l) options.attention_layers.push_back(l);
-  // Only the maps are read: no logits, so every head kind (a bare encoder
-  // too) is served.
-  options.compute_logits = false;
   HeadStatsAccumulator accumulator(layers, heads,
                                    model.tokenizer().vocab().unk_id());
-  const int total = static_cast<int>(encodings.size());
-  const int batch = std::max(1, limits.max_batch_size);
-  absl::Time last_progress = absl::InfinitePast();
-  for (int begin = 0, end = 0; begin < total; begin = end) {
-    if (stream.is_cancelled && stream.is_cancelled()) {
-      return absl::CancelledError(absl::StrCat(
-          "AnalyzeHeads cancelled after ", begin, " of ", total, " examples"));
-    }
-    end = AttentionPassEnd(encodings, begin, batch,
-                           static_cast<int64_t>(layers) * heads);
-    std::vector<ModelRow> rows;
-    for (int i = begin; i < end; ++i) rows.push_back({&encodings[i], &mask});
-    ASSIGN_OR_RETURN(ForwardOutput output, model.Forward(rows, options));
-    for (int r = 0; r < end - begin; ++r) {
-      std::vector<const float*> maps(layers);
-      int64_t padded = 0;
-      for (int l = 0; l < layers; ++l) {
-        auto it = output.attentions.find(l);
-        if (it == output.attentions.end() || it->second.shape.size() != 4) {
-          return absl::InternalError(absl::StrCat(
-              "the model returned no [B, H, T, T] attention for layer ", l));
-        }
-        const std::vector<int64_t>& shape = it->second.shape;
-        padded = shape[3];
-        maps[l] = it->second.data.data() + r * shape[1] * padded * padded;
-      }
-      RETURN_IF_ERROR(accumulator.Add(encodings[begin + r], maps, padded));
-    }
-    const absl::Time now = absl::Now();
-    if (end < total && now - last_progress < kProgressInterval) continue;
-    last_progress = now;
-    v1::AnalyzeHeadsResponse event;
-    event.mutable_progress()->set_done(end);
-    event.mutable_progress()->set_total(total);
-    if (!stream.write(event)) {
-      return absl::CancelledError("the client went away");
-    }
-  }
+  RETURN_IF_ERROR(RunAttentionPasses(
+      model, encodings, mask, limits.max_batch_size, "AnalyzeHeads",
+      stream.is_cancelled,
+      [&](int i, const std::vector<const float*>& maps, int64_t padded) {
+        return accumulator.Add(encodings[i], maps, padded);
+      },
+      [&](int done, int total) {
+        v1::AnalyzeHeadsResponse event;
+        event.mutable_progress()->set_done(done);
+        event.mutable_progress()->set_total(total);
+        return stream.write(event);
+      }));
   v1::AnalyzeHeadsResponse event;
   FillResult(accumulator.Result(), truncated, event.mutable_result());
   if (!stream.write(event)) {

@@ -9,8 +9,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "server/core/model/model.h"
 #include "server/core/segment/word_segmentation.h"
 #include "server/core/status_macros.h"
@@ -22,7 +20,6 @@
 namespace bertology {
 namespace {
 
-constexpr absl::Duration kProgressInterval = absl::Milliseconds(100);
 constexpr int kDefaultTopK = 5;
 
 std::vector<std::string> Words(
@@ -131,53 +128,22 @@ absl::Status HandleSegmentWords(
     examples.push_back(std::move(ex));
   }
 
-  ForwardOptions options;
-  for (int l = 0; l < layers; ++l) options.attention_layers.push_back(l);
-  // Only the maps are read, so every head kind (a bare encoder too) serves.
-  options.compute_logits = false;
   SegmentationAccumulator accumulator(layers, heads);
   std::vector<std::vector<CharPrediction>> view_predictions;
   const int view = request.view_example();
-  const int total = static_cast<int>(encodings.size());
-  const int batch = std::max(1, limits.max_batch_size);
-  absl::Time last_progress = absl::InfinitePast();
-  for (int begin = 0, end = 0; begin < total; begin = end) {
-    if (stream.is_cancelled && stream.is_cancelled()) {
-      return absl::CancelledError(absl::StrCat(
-          "SegmentWords cancelled after ", begin, " of ", total, " examples"));
-    }
-    end = AttentionPassEnd(encodings, begin, batch,
-                           static_cast<int64_t>(layers) * heads);
-    std::vector<ModelRow> rows;
-    for (int i = begin; i < end; ++i) rows.push_back({&encodings[i], &mask});
-    ASSIGN_OR_RETURN(ForwardOutput output, model.Forward(rows, options));
-    for (int r = 0; r < end - begin; ++r) {
-      std::vector<const float*> maps(layers);
-      int64_t padded = 0;
-      for (int l = 0; l < layers; ++l) {
-        auto it = output.attentions.find(l);
-        if (it == output.attentions.end() || it->second.shape.size() != 4) {
-          return absl::InternalError(absl::StrCat(
-              "the model returned no [B, H, T, T] attention for layer ", l));
-        }
-        const std::vector<int64_t>& shape = it->second.shape;
-        padded = shape[3];
-        maps[l] = it->second.data.data() + r * shape[1] * padded * padded;
-      }
-      const int i = begin + r;
-      RETURN_IF_ERROR(accumulator.Add(examples[i], maps, padded,
-                                      i == view ? &view_predictions : nullptr));
-    }
-    const absl::Time now = absl::Now();
-    if (end < total && now - last_progress < kProgressInterval) continue;
-    last_progress = now;
-    v1::SegmentWordsResponse event;
-    event.mutable_progress()->set_done(end);
-    event.mutable_progress()->set_total(total);
-    if (!stream.write(event)) {
-      return absl::CancelledError("the client went away");
-    }
-  }
+  RETURN_IF_ERROR(RunAttentionPasses(
+      model, encodings, mask, limits.max_batch_size, "SegmentWords",
+      stream.is_cancelled,
+      [&](int i, const std::vector<const float*>& maps, int64_t padded) {
+        return accumulator.Add(examples[i], maps, padded,
+                               i == view ? &view_predictions : nullptr);
+      },
+      [&](int done, int total) {
+        v1::SegmentWordsResponse event;
+        event.mutable_progress()->set_done(done);
+        event.mutable_progress()->set_total(total);
+        return stream.write(event);
+      }));
   const SegmentationScores scores =
       accumulator.Result(request.top_k() == 0 ? kDefaultTopK : request.top_k());
   v1::SegmentWordsResponse event;
