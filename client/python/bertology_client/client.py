@@ -435,16 +435,7 @@ class Client:
             req.head_mask.CopyFrom(hm)
         req.options.no_layer_norm = no_layer_norm
         req.options.no_global_norm = no_global_norm
-        result = None
-        for event in self._stub.HeadImportance(
-                req, timeout=timeout or self.timeout * 10):
-            kind = event.WhichOneof("event")
-            if kind == "progress" and on_progress is not None:
-                on_progress(event.progress.done, event.progress.total)
-            elif kind == "result":
-                result = event.result
-        if result is None:
-            raise RuntimeError("HeadImportance sent no result")
+        result = self._result_stream("HeadImportance", req, timeout, on_progress)
         return _importance_dict(result)
 
     def prune_curve(self, examples, threshold=0.0, step_fraction=0.0,
@@ -494,16 +485,7 @@ class Client:
         hm = head_mask_proto(mask, mode)
         if hm is not None:
             req.head_mask.CopyFrom(hm)
-        result = None
-        for event in self._stub.AnalyzeHeads(
-                req, timeout=timeout or self.timeout * 10):
-            kind = event.WhichOneof("event")
-            if kind == "progress" and on_progress is not None:
-                on_progress(event.progress.done, event.progress.total)
-            elif kind == "result":
-                result = event.result
-        if result is None:
-            raise RuntimeError("AnalyzeHeads sent no result")
+        result = self._result_stream("AnalyzeHeads", req, timeout, on_progress)
         shape = (result.num_layers, result.num_heads)
         out = {name: np.array(getattr(result.stats, name),
                               dtype=np.float32).reshape(shape)
@@ -551,16 +533,7 @@ class Client:
         hm = head_mask_proto(mask, mode)
         if hm is not None:
             req.head_mask.CopyFrom(hm)
-        result = None
-        for event in self._stub.SegmentWords(
-                req, timeout=timeout or self.timeout * 10):
-            kind = event.WhichOneof("event")
-            if kind == "progress" and on_progress is not None:
-                on_progress(event.progress.done, event.progress.total)
-            elif kind == "result":
-                result = event.result
-        if result is None:
-            raise RuntimeError("SegmentWords sent no result")
+        result = self._result_stream("SegmentWords", req, timeout, on_progress)
         shape = (result.num_layers, result.num_heads)
         sc = result.scores
         out = {name: np.array(getattr(sc, name), dtype=np.float32).reshape(shape)
@@ -605,16 +578,7 @@ class Client:
             req.detail_example = example
             req.detail_head.layer = layer
             req.detail_head.head = head
-        result = None
-        for event in self._stub.CompareAttention(
-                req, timeout=timeout or self.timeout * 10):
-            kind = event.WhichOneof("event")
-            if kind == "progress" and on_progress is not None:
-                on_progress(event.progress.done, event.progress.total)
-            elif kind == "result":
-                result = event.result
-        if result is None:
-            raise RuntimeError("CompareAttention sent no result")
+        result = self._result_stream("CompareAttention", req, timeout, on_progress)
         out = {"similarity": np.array(result.cosine_similarity,
                                       dtype=np.float64).reshape(
                                           result.num_layers, result.num_heads),
@@ -633,6 +597,22 @@ class Client:
                 "difference": decode_attention_map(
                     d.difference, pb.ATTENTION_ENCODING_FLOAT32, d.size)}
         return out
+
+    def _result_stream(self, method, req, timeout, on_progress):
+        """The one result of a progress/result stream (AnalyzeHeads,
+        HeadImportance, CompareAttention, SegmentWords), calling
+        on_progress(done, total) for each progress event."""
+        result = None
+        stream = getattr(self._stub, method)
+        for event in stream(req, timeout=timeout or self.timeout * 10):
+            kind = event.WhichOneof("event")
+            if kind == "progress" and on_progress is not None:
+                on_progress(event.progress.done, event.progress.total)
+            elif kind == "result":
+                result = event.result
+        if result is None:
+            raise RuntimeError("%s sent no result" % method)
+        return result
 
     def _model(self, model):
         return self.model if model is None else model
