@@ -19,7 +19,6 @@ Run by ctest; by hand:
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from bertology_client import Client  # noqa: E402
 import make_golden  # noqa: E402  (the reference BERT)
 import make_head_checkpoints as heads  # noqa: E402  (the writer)
 from live_server import LiveServer  # noqa: E402
+from test_service import read_safetensors  # noqa: E402
 
 LAYERS = make_golden.CONFIG["num_hidden_layers"]
 HEADS = make_golden.CONFIG["num_attention_heads"]
@@ -55,7 +55,7 @@ def load_weights(directory):
     """The file's tensors with HF's BertFor* names (bert. prefix), floats."""
     st = os.path.join(directory, "model.safetensors")
     if os.path.exists(st):
-        raw = read_safetensors_any(st)
+        raw = read_safetensors(st)
     else:
         raw = torch.load(os.path.join(directory, "pytorch_model.bin"))
     out = {}
@@ -64,23 +64,6 @@ def load_weights(directory):
             k = "bert." + k
         if t.is_floating_point():
             out[k] = t
-    return out
-
-
-def read_safetensors_any(path):
-    """{name: float32 tensor}, skipping the I64 buffer read_safetensors
-    refuses."""
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__" or info["dtype"] != "F32":
-            continue
-        begin, end = info["data_offsets"]
-        out[name] = torch.from_numpy(
-            np.frombuffer(data[begin:end], dtype="<f4").reshape(info["shape"]).copy())
     return out
 
 

@@ -36,7 +36,8 @@ TEXTS = [("the cat sat on the mat", ""), ("a dog", "it was there"),
 
 
 def read_safetensors(path):
-    """{name: float32 tensor} from a safetensors file (F32 only)."""
+    """{name: tensor} from a safetensors file: F32 weights and the I64
+    buffers (position_ids) older saves carry; any other dtype fails."""
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(n))
@@ -45,9 +46,9 @@ def read_safetensors(path):
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        assert info["dtype"] == "F32", info["dtype"]
+        dtype = {"F32": "<f4", "I64": "<i8"}[info["dtype"]]
         begin, end = info["data_offsets"]
-        array = np.frombuffer(data[begin:end], dtype="<f4").reshape(info["shape"])
+        array = np.frombuffer(data[begin:end], dtype=dtype).reshape(info["shape"])
         out[name] = torch.from_numpy(array.copy())
     return out
 
