@@ -41,7 +41,8 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
 from bertology_client import Client  # noqa: E402
 import make_golden  # noqa: E402  (the reference BERT and writer)
 from live_server import LiveServer  # noqa: E402
-from test_heads import load_weights, read_safetensors_any  # noqa: E402
+from test_heads import load_weights  # noqa: E402
+from test_service import read_safetensors  # noqa: E402
 
 LAYERS = make_golden.CONFIG["num_hidden_layers"]
 HEADS = make_golden.CONFIG["num_attention_heads"]
@@ -76,7 +77,7 @@ class CompareTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="bertology-compare-")
-        raw = read_safetensors_any(os.path.join(MODEL_DIR, "model.safetensors"))
+        raw = read_safetensors(os.path.join(MODEL_DIR, "model.safetensors"))
         with open(os.path.join(MODEL_DIR, "config.json")) as f:
             config = json.load(f)
         with open(os.path.join(MODEL_DIR, "vocab.txt")) as f:
