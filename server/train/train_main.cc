@@ -1,5 +1,6 @@
-// bertology-train: trains a BertForSequenceClassification from scratch on a
-// TSV/CSV/JSONL of labelled pairs and writes an HF model directory.
+// bertology-train: trains a BertForSequenceClassification (from scratch or
+// from a starting point) or pretrains a BertForMaskedLM on a TSV/CSV/JSONL
+// of text pairs and writes an HF model directory.
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -10,6 +11,16 @@
 #include "absl/flags/usage.h"
 #include "server/train/trainer.h"
 
+ABSL_FLAG(std::string, objective, "classify",
+          "classify (a sequence classifier on labelled pairs) or mlm "
+          "(masked-language-model pretraining; labels unused).");
+ABSL_FLAG(std::string, init_from, "",
+          "classify: fine-tune from this model directory (its vocabulary, "
+          "tokenizer and architecture; e.g. an --objective=mlm output) "
+          "instead of random initialisation.");
+ABSL_FLAG(double, mlm_probability, 0.15,
+          "mlm: share of tokens chosen for prediction (80% [MASK], 10% "
+          "random, 10% unchanged).");
 ABSL_FLAG(std::string, train, "", "Training set (TSV, CSV or JSONL).");
 ABSL_FLAG(std::string, dev, "", "Dev set, evaluated after every epoch.");
 ABSL_FLAG(std::string, out, "", "Output model directory.");
@@ -40,10 +51,17 @@ ABSL_FLAG(int, threads, 2, "libtorch intra-op threads.");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Trains a BERT classifier from scratch on labelled pairs.\n"
-      "  bertology-train --train train.tsv --dev dev.tsv --out DIR");
+      "Trains a BERT classifier on labelled pairs, or pretrains a masked LM.\n"
+      "  bertology-train --train train.tsv --dev dev.tsv --out DIR\n"
+      "  bertology-train --objective=mlm --train train.tsv --dev dev.tsv "
+      "--out MLM_DIR\n"
+      "  bertology-train --init_from MLM_DIR --train train.tsv --dev dev.tsv "
+      "--out DIR");
   absl::ParseCommandLine(argc, argv);
   bertology::TrainOptions o;
+  o.objective = absl::GetFlag(FLAGS_objective);
+  o.init_from = absl::GetFlag(FLAGS_init_from);
+  o.mlm_probability = absl::GetFlag(FLAGS_mlm_probability);
   o.train_path = absl::GetFlag(FLAGS_train);
   o.dev_path = absl::GetFlag(FLAGS_dev);
   o.out_dir = absl::GetFlag(FLAGS_out);

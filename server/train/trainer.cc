@@ -1,50 +1,24 @@
 #include "server/train/trainer.h"
 
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "server/core/checkpoint/state_dict.h"
 #include "server/core/model/bert_model.h"
 #include "server/core/status_macros.h"
-#include "server/core/tokenizer/tokenizer.h"
+#include "server/train/starting_point.h"
+#include "server/train/train_common.h"
 #include "server/train/train_data.h"
-#include "server/train/vocab_builder.h"
 
 namespace bertology {
 namespace {
-
-// HF's BertPreTrainedModel._init_weights: N(0, 0.02) for linear and
-// embedding weights, zero biases, LayerNorm weight 1 and bias 0.
-void InitWeights(torch::nn::Module& module) {
-  torch::NoGradGuard no_grad;
-  for (auto& p : module.named_parameters()) {
-    const std::string& name = p.key();
-    if (name.find("LayerNorm") != std::string::npos) {
-      if (name.size() >= 6 && name.substr(name.size() - 6) == "weight") {
-        p.value().fill_(1.0);
-      } else {
-        p.value().zero_();
-      }
-    } else if (name.size() >= 4 && name.substr(name.size() - 4) == "bias") {
-      p.value().zero_();
-    } else {
-      p.value().normal_(0.0, 0.02);
-    }
-  }
-}
 
 // Cross-entropy of predicting, at every real token, the id of the token
 // before it (from aux_prev) and after it (from aux_next); positions without
@@ -117,248 +91,97 @@ double Evaluate(BertForSequenceClassificationImpl& model,
   return static_cast<double>(correct) / data.size();
 }
 
-absl::Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
-
-std::string FormatDuration(double seconds) {
-  int s = static_cast<int>(seconds);
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%d:%02d:%02d", s / 3600, s / 60 % 60,
-                s % 60);
-  return buf;
-}
-
-// The encoded train and dev sets, the label set and the vocabulary built
-// from the training texts. Draws no random numbers.
-struct TrainData {
-  std::vector<std::string> labels;
-  std::vector<std::string> vocab_tokens;
-  std::vector<Encoded> train;
-  std::vector<Encoded> dev;
-};
-
-absl::StatusOr<TrainData> PrepareData(const TrainOptions& o) {
-  ASSIGN_OR_RETURN(auto train_rows, ReadPairDataset(o.train_path, o.columns));
-  if (o.max_train_examples > 0 &&
-      static_cast<int>(train_rows.size()) > o.max_train_examples) {
-    train_rows.resize(o.max_train_examples);
-  }
-  if (train_rows.empty()) {
-    return absl::InvalidArgumentError(o.train_path + ": no training rows");
-  }
-  std::vector<PairExample> dev_rows;
-  if (!o.dev_path.empty()) {
-    ASSIGN_OR_RETURN(dev_rows, ReadPairDataset(o.dev_path, o.columns));
-  }
-  const std::vector<std::string> labels = LabelSet(train_rows);
-  std::map<std::string, int> label_ids;
-  for (size_t i = 0; i < labels.size(); ++i) label_ids[labels[i]] = i;
-
-  TrainData data;
-  data.labels = labels;
-  std::vector<std::string> texts;
-  for (const auto& r : train_rows) {
-    texts.push_back(r.text_a);
-    if (!r.text_b.empty()) texts.push_back(r.text_b);
-  }
-  VocabBuilderOptions vb;
-  vb.do_lower_case = o.do_lower_case;
-  vb.min_word_count = o.min_word_count;
-  ASSIGN_OR_RETURN(data.vocab_tokens, BuildVocab(texts, vb));
-  ASSIGN_OR_RETURN(Vocab vocab,
-                   Vocab::FromTokens(data.vocab_tokens, "built vocab"));
-  TokenizerOptions tok_options;
-  tok_options.do_lower_case = o.do_lower_case;
-  Tokenizer tokenizer(vocab, tok_options);
-  ASSIGN_OR_RETURN(data.train, EncodeAll(train_rows, tokenizer, label_ids,
-                                         o.max_len, o.train_path));
-  ASSIGN_OR_RETURN(data.dev, EncodeAll(dev_rows, tokenizer, label_ids,
-                                       o.max_len, o.dev_path));
-  return data;
-}
-
-// AdamW over every parameter of `modules`, with no
-// weight decay on biases and LayerNorm, as in HF's run_glue. Draws no
-// random numbers.
-torch::optim::AdamW MakeOptimizer(
-    const TrainOptions& o, const std::vector<torch::nn::Module*>& modules) {
-  std::vector<torch::Tensor> decay, no_decay;
-  auto add_params = [&](torch::nn::Module& m) {
-    for (auto& p : m.named_parameters()) {
-      bool nd = p.key().find("bias") != std::string::npos ||
-                p.key().find("LayerNorm") != std::string::npos;
-      (nd ? no_decay : decay).push_back(p.value());
-    }
-  };
-  for (torch::nn::Module* m : modules) add_params(*m);
-  torch::optim::AdamWOptions adam(o.learning_rate);
-  adam.weight_decay(o.weight_decay).eps(1e-8);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay,
-                      std::make_unique<torch::optim::AdamWOptions>(adam));
-  auto adam_nd = adam;
-  adam_nd.weight_decay(0.0);
-  groups.emplace_back(no_decay,
-                      std::make_unique<torch::optim::AdamWOptions>(adam_nd));
-  return torch::optim::AdamW(groups, adam);
-}
-
-// config.json, model.safetensors, vocab.txt, tokenizer_config.json and
-// train_log.json in o.out_dir.
-absl::Status WriteOutputs(const TrainOptions& o, const BertConfig& config,
-                          const StateDict& best,
-                          const std::vector<std::string>& vocab_tokens,
-                          const nlohmann::json& log, double best_dev,
-                          int64_t train_examples) {
-  std::filesystem::create_directories(o.out_dir);
-  RETURN_IF_ERROR(WriteText(o.out_dir + "/config.json", config.ToJson()));
-  RETURN_IF_ERROR(WriteSafetensors(best, o.out_dir + "/model.safetensors"));
-  std::string vocab_text;
-  for (const auto& t : vocab_tokens) absl::StrAppend(&vocab_text, t, "\n");
-  RETURN_IF_ERROR(WriteText(o.out_dir + "/vocab.txt", vocab_text));
-  nlohmann::json tok = {{"do_lower_case", o.do_lower_case},
-                        {"model_max_length", o.max_len},
-                        {"tokenizer_class", "BertTokenizer"}};
-  RETURN_IF_ERROR(
-      WriteText(o.out_dir + "/tokenizer_config.json", tok.dump(2) + "\n"));
-  nlohmann::json summary = {{"epochs", log},
-                            {"best_dev_accuracy", best_dev},
-                            {"train_examples", train_examples},
-                            {"seed", o.seed},
-                            {"threads", torch::get_num_threads()}};
-  RETURN_IF_ERROR(
-      WriteText(o.out_dir + "/train_log.json", summary.dump(2) + "\n"));
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::Status Train(const TrainOptions& o) {
-  ASSIGN_OR_RETURN(TrainData data, PrepareData(o));
-  const std::vector<std::string>& labels = data.labels;
-  const std::vector<std::string>& vocab_tokens = data.vocab_tokens;
-  const auto& train = data.train;
-  const auto& dev = data.dev;
-
+BertConfig ConfigFromOptions(const TrainOptions& o, int vocab_size) {
   BertConfig config;
-  config.vocab_size = static_cast<int>(vocab_tokens.size());
+  config.vocab_size = vocab_size;
   config.hidden_size = o.hidden;
   config.num_hidden_layers = o.layers;
   config.num_attention_heads = o.heads;
   config.intermediate_size = o.intermediate;
   config.max_position_embeddings = std::max(o.max_len, 64);
+  return config;
+}
+
+absl::Status TrainClassifier(const TrainOptions& o) {
+  // With a starting point: its vocabulary, tokenizer and architecture.
+  std::optional<StartingPoint> start;
+  TokenizerOptions tokenizer_options;
+  tokenizer_options.do_lower_case = o.do_lower_case;
+  std::vector<std::string> vocab_tokens;
+  if (!o.init_from.empty()) {
+    ASSIGN_OR_RETURN(start, LoadStartingPoint(o.init_from));
+    tokenizer_options = start->checkpoint.tokenizer;
+    vocab_tokens = start->vocab_tokens;
+    if (o.max_len > start->checkpoint.config.max_position_embeddings) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--max_len ", o.max_len, " exceeds ", o.init_from,
+                       "'s max_position_embeddings ",
+                       start->checkpoint.config.max_position_embeddings));
+    }
+  }
+  ASSIGN_OR_RETURN(TrainData data,
+                   PrepareData(o, std::move(vocab_tokens), tokenizer_options));
+  const std::vector<std::string>& labels = data.labels;
+  const auto& train = data.train;
+  const auto& dev = data.dev;
+
+  BertConfig config =
+      start ? start->checkpoint.config
+            : ConfigFromOptions(o, static_cast<int>(data.vocab_tokens.size()));
   config.id2label = labels;
   config.architecture = "BertForSequenceClassification";
-  if (o.hidden % o.heads != 0) {
+  if (config.hidden_size % config.num_attention_heads != 0) {
     return absl::InvalidArgumentError("--hidden must be divisible by --heads");
   }
+  const int num_layers = config.num_hidden_layers;
 
   torch::manual_seed(o.seed);
   BertDropout dropout{o.dropout, o.dropout};
   BertForSequenceClassification model(config, static_cast<int>(labels.size()),
                                       dropout);
   InitWeights(*model);
+  if (start) RETURN_IF_ERROR(CopyStartingWeights(*start, model.ptr().get()));
   model->train();
 
   const int aux_layer = o.aux_neighbour_layer;
-  if (aux_layer < 0 || aux_layer > o.layers) {
+  if (aux_layer < 0 || aux_layer > num_layers) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--aux_neighbour_layer must be in [0, ", o.layers, "]"));
+        absl::StrCat("--aux_neighbour_layer must be in [0, ", num_layers, "]"));
   }
   // Only with the auxiliary objective: they draw from the seeded RNG.
   torch::nn::Linear aux_prev{nullptr}, aux_next{nullptr};
-  if (aux_layer > 0) {
-    aux_prev = torch::nn::Linear(o.hidden, config.vocab_size);
-    aux_next = torch::nn::Linear(o.hidden, config.vocab_size);
-    InitWeights(*aux_prev);
-    InitWeights(*aux_next);
-  }
-
   std::vector<torch::nn::Module*> trained = {model.ptr().get()};
   if (aux_layer > 0) {
+    aux_prev = torch::nn::Linear(config.hidden_size, config.vocab_size);
+    aux_next = torch::nn::Linear(config.hidden_size, config.vocab_size);
+    InitWeights(*aux_prev);
+    InitWeights(*aux_next);
     trained.push_back(aux_prev.ptr().get());
     trained.push_back(aux_next.ptr().get());
   }
   torch::optim::AdamW optimizer = MakeOptimizer(o, trained);
 
-  const int64_t steps_per_epoch =
-      (static_cast<int64_t>(train.size()) + o.batch_size - 1) / o.batch_size;
-  const int64_t total_steps = steps_per_epoch * o.epochs;
-  const int64_t warmup = static_cast<int64_t>(o.warmup_fraction * total_steps);
-  std::mt19937_64 rng(o.seed);
-  const bool tty = isatty(STDERR_FILENO);
-  const auto start = std::chrono::steady_clock::now();
+  std::fprintf(stderr,
+               "train: %zu examples, dev %zu, vocab %d, labels %zu%s%s\n",
+               train.size(), dev.size(), config.vocab_size, labels.size(),
+               start ? ", from " : "", o.init_from.c_str());
+  auto step_loss = [&](const Batch& b) {
+    ForwardOptions run;
+    run.cls_only_last_layer = false;  // the trained numerics predate it
+    if (aux_layer > 0) run.capture_hidden = {aux_layer};
+    auto out = model->Run(b.ids, b.segments, b.mask, /*masks=*/{}, run);
+    torch::Tensor loss =
+        torch::nn::functional::cross_entropy(out.logits, b.labels);
+    if (aux_layer > 0) {
+      loss = loss + o.aux_weight * NeighbourLoss(out.hidden[aux_layer], b,
+                                                 *aux_prev, *aux_next);
+    }
+    return loss;
+  };
   double best_dev = -1;
   StateDict best;
-  nlohmann::json log = nlohmann::json::array();
-  int64_t step = 0;
-  int64_t seen = 0;
-
-  std::fprintf(
-      stderr,
-      "train: %zu examples, dev %zu, vocab %d, labels %zu, %lld steps\n",
-      train.size(), dev.size(), config.vocab_size, labels.size(),
-      static_cast<long long>(total_steps));
-  for (int epoch = 0; epoch < o.epochs; ++epoch) {
-    const auto batches = LengthBucketedBatches(train, o.batch_size, rng);
-    double loss_sum = 0, window_sum = 0;
-    int64_t loss_n = 0, window_n = 0;
-    for (const std::vector<size_t>& batch_index : batches) {
-      const size_t n = batch_index.size();
-      Batch b = MakeBatch(train, batch_index, 0, n);
-      double lr =
-          step < warmup
-              ? o.learning_rate * (step + 1) / std::max<int64_t>(1, warmup)
-              : o.learning_rate * std::max<double>(0.0, total_steps - step) /
-                    std::max<int64_t>(1, total_steps - warmup);
-      for (auto& g : optimizer.param_groups()) {
-        static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-      }
-      ForwardOptions run;
-      run.cls_only_last_layer = false;  // the trained numerics predate it
-      if (aux_layer > 0) run.capture_hidden = {aux_layer};
-      auto out = model->Run(b.ids, b.segments, b.mask, /*masks=*/{}, run);
-      torch::Tensor loss =
-          torch::nn::functional::cross_entropy(out.logits, b.labels);
-      if (aux_layer > 0) {
-        loss = loss + o.aux_weight * NeighbourLoss(out.hidden[aux_layer], b,
-                                                   *aux_prev, *aux_next);
-      }
-      optimizer.zero_grad();
-      loss.backward();
-      torch::nn::utils::clip_grad_norm_(model->parameters(), o.max_grad_norm);
-      optimizer.step();
-      ++step;
-      seen += static_cast<int64_t>(n);
-      const double batch_loss = loss.item<double>();
-      loss_sum += batch_loss * n;
-      // The progress line shows the mean of the last 20 steps: the epoch's
-      // running mean hides a collapse for most of an epoch.
-      window_sum += batch_loss;
-      ++window_n;
-      loss_n += static_cast<int64_t>(n);
-      if (step % 20 == 0 || step == total_steps) {
-        double secs = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
-        double rate = seen / std::max(secs, 1e-9);
-        double eta = (total_steps - step) * o.batch_size / std::max(rate, 1e-9);
-        std::fprintf(stderr,
-                     "%sepoch %d/%d step %lld/%lld loss %.4f lr %.2e %.0f ex/s "
-                     "elapsed %s ETA %s%s",
-                     tty ? "\r" : "", epoch + 1, o.epochs,
-                     static_cast<long long>(step),
-                     static_cast<long long>(total_steps), window_sum / window_n,
-                     lr, rate, FormatDuration(secs).c_str(),
-                     FormatDuration(eta).c_str(), tty ? "   " : "\n");
-        window_sum = 0;
-        window_n = 0;
-      }
-    }
+  nlohmann::json epochs = nlohmann::json::array();
+  auto end_epoch = [&](int epoch, double train_loss, double secs) {
     std::vector<double> recall;
     double dev_acc = dev.empty()
                          ? 0
@@ -366,39 +189,60 @@ absl::Status Train(const TrainOptions& o) {
                                     static_cast<int>(labels.size()), &recall);
     std::string recall_text;
     for (size_t g = 0; g < recall.size(); ++g) {
-      absl::StrAppend(&recall_text, g ? ", " : "",
-                      g < labels.size() ? labels[g] : "?", ": ",
+      absl::StrAppend(&recall_text, g ? ", " : "", labels[g], ": ",
                       absl::SixDigits(recall[g]));
     }
-    double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
     std::fprintf(stderr,
-                 "%sepoch %d: train loss %.4f, dev accuracy %.4f (%s); "
+                 "epoch %d: train loss %.4f, dev accuracy %.4f (%s); "
                  "recall by label: %s\n",
-                 tty ? "\n" : "", epoch + 1, loss_sum / loss_n, dev_acc,
-                 FormatDuration(secs).c_str(), recall_text.c_str());
-    log.push_back({{"epoch", epoch + 1},
-                   {"train_loss", loss_sum / loss_n},
-                   {"dev_accuracy", dev_acc},
-                   {"dev_recall_by_label", recall},
-                   {"elapsed_s", secs}});
+                 epoch + 1, train_loss, dev_acc, FormatDuration(secs).c_str(),
+                 recall_text.c_str());
+    epochs.push_back({{"epoch", epoch + 1},
+                      {"train_loss", train_loss},
+                      {"dev_accuracy", dev_acc},
+                      {"dev_recall_by_label", recall},
+                      {"elapsed_s", secs}});
     if (dev.empty() || dev_acc > best_dev) {
       best_dev = dev_acc;
       best.clear();
-      for (auto& p : model->named_parameters()) {
-        torch::Tensor t = p.value().detach().clone();
-        if (o.save_dtype == "F16") t = t.to(torch::kHalf);
-        best[p.key()] = t;
-      }
+      SnapshotInto(o, *model, "", &best);
     }
-  }
+    return absl::OkStatus();
+  };
+  std::mt19937_64 rng(o.seed);
+  RETURN_IF_ERROR(RunEpochs(o, train, optimizer, model->parameters(), rng,
+                            step_loss, end_epoch));
 
-  RETURN_IF_ERROR(WriteOutputs(o, config, best, vocab_tokens, log, best_dev,
-                               static_cast<int64_t>(train.size())));
+  nlohmann::json log = {{"objective", "classify"},
+                        {"epochs", epochs},
+                        {"best_dev_accuracy", best_dev},
+                        {"train_examples", static_cast<int64_t>(train.size())},
+                        {"seed", o.seed},
+                        {"threads", torch::get_num_threads()}};
+  if (start) log["init_from"] = o.init_from;
+  RETURN_IF_ERROR(WriteModelDir(o, config, best, data.vocab_tokens,
+                                tokenizer_options, log));
   std::fprintf(stderr, "wrote %s (best dev accuracy %.4f)\n", o.out_dir.c_str(),
                best_dev);
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Train(const TrainOptions& o) {
+  if (o.objective == "mlm") {
+    if (!o.init_from.empty()) {
+      return absl::InvalidArgumentError(
+          "--init_from is for --objective=classify (pretraining starts from "
+          "random initialisation)");
+    }
+    return TrainMaskedLm(o);
+  }
+  if (o.objective != "classify") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--objective=", o.objective, " is not classify or mlm"));
+  }
+  return TrainClassifier(o);
 }
 
 }  // namespace bertology

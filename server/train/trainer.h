@@ -1,6 +1,10 @@
-// Fine-tunes (here: trains from random initialisation) a
-// BertForSequenceClassification on labelled text pairs, with the same
-// torch::nn module the server runs, and writes an HF-format model directory.
+// Trains, with the same torch::nn module the server runs, and writes an
+// HF-format model directory:
+//   objective "classify": a BertForSequenceClassification on labelled text
+//     pairs, from random initialisation or fine-tuned from a starting point
+//     (init_from, e.g. the output of the "mlm" objective);
+//   objective "mlm": masked-language-model pretraining of a BertForMaskedLM
+//     on the same pairs (labels, if any, unused), as BERT was pretrained.
 #ifndef BERTOLOGY_TRAIN_TRAINER_H_
 #define BERTOLOGY_TRAIN_TRAINER_H_
 
@@ -13,12 +17,21 @@
 namespace bertology {
 
 struct TrainOptions {
+  std::string objective = "classify";  // or "mlm"
   std::string train_path;
   std::string dev_path;  // optional: evaluated after every epoch
   std::string out_dir;
   PairDatasetOptions columns;  // which columns hold text_a, text_b, label
 
-  // Architecture.
+  // A model directory (config.json, vocab.txt, weights) to start from
+  // instead of random initialisation: its vocabulary, tokenizer settings,
+  // architecture and bert.embeddings/bert.encoder weights are taken (the
+  // architecture options below are then ignored); the pooler and
+  // classifier are initialised afresh unless it has them with the same
+  // shapes. "classify" only.
+  std::string init_from;
+
+  // Architecture (without init_from).
   int layers = 12;
   int heads = 12;
   int hidden = 128;
@@ -48,15 +61,29 @@ struct TrainOptions {
   int aux_neighbour_layer = 0;
   double aux_weight = 1.0;
 
+  // "mlm": the share of real tokens ([CLS]/[SEP] excluded) chosen per
+  // sequence for prediction, of which 80% become [MASK], 10% a random
+  // vocabulary entry and 10% stay (HF's DataCollatorForLanguageModeling).
+  double mlm_probability = 0.15;
+
   // "F32" or "F16": dtype of the written model.safetensors.
   std::string save_dtype = "F32";
 };
 
 // Writes out_dir/{config.json, model.safetensors, vocab.txt,
 // tokenizer_config.json, train_log.json}. The weights written are those of
-// the epoch with the best dev accuracy (the last epoch without a dev set).
+// the epoch with the best dev accuracy (masked-token accuracy for "mlm"; the
+// last epoch without a dev set).
 // Progress goes to stderr. Deterministic for a fixed seed and thread count.
 absl::Status Train(const TrainOptions& options);
+
+// Train() for objective "mlm" (masked_lm_trainer.cc): writes a
+// BertForMaskedLM (bert.embeddings, bert.encoder, cls.predictions; no
+// pooler; the decoder weight tied to the word embeddings, so not written, as
+// HF's save_pretrained leaves it out). Dev "accuracy" is the share of chosen
+// dev tokens predicted right, with the dev corruption drawn the same way
+// every epoch.
+absl::Status TrainMaskedLm(const TrainOptions& options);
 
 }  // namespace bertology
 
