@@ -28,15 +28,16 @@ def read_tsv(path):
     return rows
 
 
-def evaluate(client, rows, batch=64):
-    """Classifies `rows` in batches; returns the summary dict."""
+def evaluate(client, rows, batch=64, mask=None):
+    """Classifies `rows` in batches under `mask` (any form Client.classify
+    takes; None: no mask); returns the summary dict."""
     labels = client.info()["models"][0]["label_names"]
     index = {name: i for i, name in enumerate(labels)}
     confusion = [[0] * len(labels) for _ in labels]
     correct = 0
     for i in range(0, len(rows), batch):
         chunk = rows[i:i + batch]
-        result = client.classify([(a, b) for a, b, _ in chunk])
+        result = client.classify([(a, b) for a, b, _ in chunk], mask=mask)
         for (_, _, gold), pred in zip(chunk, result.labels):
             g = index[gold]
             confusion[g][int(pred)] += 1

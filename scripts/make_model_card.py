@@ -5,12 +5,16 @@ its model card: MODEL/card.json (what tests check) and MODEL/README.md.
   PYTHONPATH=build/python:client/python /usr/bin/python3 \
       scripts/make_model_card.py --bin build/bin \
       --model models/querytitle-zh-tiny --baselines baselines.json \
-      --train-seconds 1800 --sweep-examples 1000
+      --sweep-examples 1000
 
-Everything it reports is measured here: test accuracy and confusion through
-Classify, a word-order probe (grade-4 titles with their characters
-shuffled), and the study's sweeps through `bertology sweep` (figures and
-results under MODEL/sweep/).
+(`make card` runs it on the shipped model, with the baselines of
+scripts/querytitle_baselines.py.) Everything it reports is measured here:
+test accuracy and confusion through Classify, a word-order probe (grade-4
+titles with their characters shuffled), the study's sweeps through
+`bertology sweep` (figures and results under MODEL/sweep/), and what the
+heads do (scripts/head_findings.py, on the same server: "head_findings",
+with MODEL/analysis/). --train-seconds defaults to the last epoch's
+elapsed_s in MODEL/train_log.json.
 """
 import argparse
 import json
@@ -49,8 +53,9 @@ def start_server(bin_dir, model):
     return proc, client, port, log
 
 
-def order_probe(client, rows):
-    """Grade-4 pairs vs the same titles with characters shuffled."""
+def order_probe(client, rows, mask=None):
+    """Grade-4 pairs vs the same titles with characters shuffled, under
+    `mask` (any form Client.classify takes; None: no mask)."""
     fours = [(q, t) for q, t, y in rows if y == "4"]
     rng = random.Random(7)
     shuffled = []
@@ -59,7 +64,7 @@ def order_probe(client, rows):
         rng.shuffle(c)
         shuffled.append((q, "".join(c)))
     def labels(pairs):  # in calls under the server's --max_inputs_per_call
-        return np.concatenate([client.classify(pairs[i:i + 200]).labels
+        return np.concatenate([client.classify(pairs[i:i + 200], mask=mask).labels
                                for i in range(0, len(pairs), 200)])
 
     before = labels(fours)
@@ -114,9 +119,15 @@ def main():
     ap.add_argument("--bin", default="build/bin")
     ap.add_argument("--model", default="models/querytitle-zh-tiny")
     ap.add_argument("--baselines", required=True)
-    ap.add_argument("--train-seconds", type=float, required=True)
+    ap.add_argument("--train-seconds", type=float,
+                    help="training time (default: train_log.json's last "
+                         "epoch elapsed_s)")
     ap.add_argument("--sweep-examples", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=5)
+    findings_options = ap.add_argument_group("head findings (head_findings.py)")
+    # Imported here: head_findings imports this module's start_server.
+    import head_findings
+    head_findings.add_arguments(findings_options, prefix="findings-")
     args = ap.parse_args()
     m = args.model
     test_rows = evaluate_model.read_tsv(os.path.join(m, "data", "test.tsv"))
@@ -135,6 +146,9 @@ def main():
                         f"--limit={args.sweep_examples}", "--out-dir=" + os.path.join(m, "sweep"),
                         "--quiet"] + specs, check=True, stdout=subprocess.DEVNULL)
         sweep_seconds = time.time() - t0
+        heads = head_findings.measure(
+            client, port, args.bin, m, os.path.join(m, "analysis"),
+            **head_findings.options(args, prefix="findings-"))
     finally:
         client.close()
         proc.terminate()
@@ -145,6 +159,8 @@ def main():
         baselines = json.load(f)
     with open(os.path.join(m, "train_log.json")) as f:
         train_log = json.load(f)
+    if args.train_seconds is None:
+        args.train_seconds = train_log["epochs"][-1]["elapsed_s"]
     files = {name: os.path.getsize(os.path.join(m, name))
              for name in ("config.json", "model.safetensors", "vocab.txt",
                           "tokenizer_config.json")}
@@ -156,7 +172,8 @@ def main():
             "baselines": baselines, "order_probe": probe,
             "train_seconds": round(args.train_seconds), "train_log": train_log,
             "sweep_examples": min(args.sweep_examples, len(test_rows)),
-            "sweep_seconds": round(sweep_seconds, 1), "findings": findings(sweep)}
+            "sweep_seconds": round(sweep_seconds, 1), "findings": findings(sweep),
+            "head_findings": heads}
     with open(os.path.join(m, "card.json"), "w") as f:
         json.dump(card, f, indent=1, ensure_ascii=False)
         f.write("\n")
