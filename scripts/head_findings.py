@@ -35,6 +35,15 @@ server is up and puts the result in card.json under "head_findings".
                        under the top --order-k heads by to_previous +
                        to_next masked, and under --repeats masks of
                        --order-k random other heads (the study: 7 of each)
+  fine-tuning          with the model it was fine-tuned from served too
+                       (--starting-point, e.g. MODEL-mlm): CompareAttention
+                       over the same rows (per-head cosine similarity of the
+                       two models' maps, per-layer means, the difference map
+                       of the top term-matching head on the first row) and
+                       AnalyzeHeads of the starting point: the mean over
+                       heads of cross_segment_match, to_self and to_sep
+                       before and after (the study: fine-tuning strengthens
+                       term matching, weakens self and [SEP] attention)
 
 Head lists are [layer, head]; ties are broken by (layer, head).
 """
@@ -50,7 +59,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import evaluate_model  # noqa: E402
-from make_model_card import order_probe, start_server  # noqa: E402
+from make_model_card import STARTING_POINT, order_probe, start_server  # noqa: E402
 
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block",
             "heterogeneous")
@@ -100,6 +109,45 @@ def value(x, digits=4):
 def read_grid(table, name):
     return np.array([[np.nan if v is None else v for v in row]
                      for row in table[name]], dtype=np.float64)
+
+
+def fine_tuning(bin_dir, port, test_tsv, out_dir, examples, starting_point,
+                tuned_stats, detail_head):
+    """The starting point (server name `starting_point`) against the
+    default model: CompareAttention and the starting point's AnalyzeHeads,
+    through the CLI (their pictures land in out_dir/compare, out_dir/
+    analyze-starting-point)."""
+    cdir = os.path.join(out_dir, "compare")
+    sdir = os.path.join(out_dir, "analyze-starting-point")
+    layer, head = detail_head
+    run_cli(bin_dir, port, "compare", test_tsv, cdir,
+            ["--label=", f"--limit={examples}", f"--model-a={starting_point}",
+             f"--detail=0:{layer}:{head}"])
+    run_cli(bin_dir, port, "analyze", test_tsv, sdir,
+            ["--label=", f"--limit={examples}", f"--model={starting_point}"])
+    with open(os.path.join(cdir, "similarity.json")) as f:
+        sim = read_grid(json.load(f), "cosine_similarity")
+    with open(os.path.join(sdir, "head_stats.json")) as f:
+        before = json.load(f)
+
+    def mean_change(name):
+        a = read_grid(before["stats"], name)
+        b = read_grid(tuned_stats["stats"], name)
+        return {"before": value(np.nanmean(a)), "after": value(np.nanmean(b)),
+                "heads_up": int(np.sum(b > a)), "heads_down": int(np.sum(b < a))}
+
+    lowest = top_heads(-sim, 5)
+    return {
+        "starting_point": starting_point, "examples": before["examples"],
+        "cosine_similarity_by_layer": [value(np.nanmean(row)) for row in sim],
+        "least_similar_heads": [{"head": list(lh), "cosine_similarity": value(sim[lh])}
+                                for lh in lowest],
+        "difference_map": {"example": 0, "head": [layer, head]},
+        "mean_over_heads": {n: mean_change(n) for n in
+                            ("cross_segment_match", "to_self", "to_sep")},
+        "starting_point_pattern_counts": {
+            p: sum(row.count(p) for row in before["pattern"]) for p in PATTERNS},
+    }
 
 
 def run_cli(bin_dir, port, command, data, out_dir, flags):
@@ -175,10 +223,12 @@ def order_masking(client, rows, order, randoms):
 
 
 def measure(client, port, bin_dir, model_dir, out_dir, analyze_examples=500,
-            mask_examples=1000, k=5, order_k=7, repeats=20, seed=1):
+            mask_examples=1000, k=5, order_k=7, repeats=20, seed=1,
+            starting_point=None):
     """Runs every measurement against the server at `port` (`client` talks
-    to it), writes out_dir/findings.json and the CLI's outputs, and returns
-    the findings dict."""
+    to it; `starting_point`: the server's name for the model the default
+    one was fine-tuned from, or None), writes out_dir/findings.json and the
+    CLI's outputs, and returns the findings dict."""
     info = client.info()["models"][0]
     layers, heads = info["num_layers"], info["num_heads"]
     test_tsv = os.path.join(model_dir, "data", "test.tsv")
@@ -242,10 +292,17 @@ def measure(client, port, bin_dir, model_dir, out_dir, analyze_examples=500,
         findings["order_masking"] = order_masking(
             client, rows, order,
             random_masks(rng, layers, heads, order, order_k, repeats))
+    dirs = [adir, sdir]
+    if starting_point:
+        findings["fine_tuning"] = fine_tuning(
+            bin_dir, port, test_tsv, out_dir, analyze_examples, starting_point,
+            stats, term[0])
+        dirs += [os.path.join(out_dir, "compare"),
+                 os.path.join(out_dir, "analyze-starting-point")]
     findings = json.loads(json.dumps(findings))  # tuples as lists
     findings["outputs"] = sorted(  # relative to out_dir
         os.path.join(os.path.basename(d), name)
-        for d in (adir, sdir) for name in os.listdir(d))
+        for d in dirs for name in os.listdir(d))
     with open(os.path.join(out_dir, "findings.json"), "w") as f:
         json.dump(findings, f, indent=1, ensure_ascii=False)
         f.write("\n")
@@ -257,12 +314,17 @@ def main():
     ap.add_argument("--bin", default="build/bin")
     ap.add_argument("--model", default="models/querytitle-zh-tiny")
     ap.add_argument("--out", help="output folder (default MODEL/analysis)")
+    ap.add_argument("--starting-point",
+                    help="the model MODEL was fine-tuned from, compared with it")
     add_arguments(ap)
     args = ap.parse_args()
-    proc, client, port, log = start_server(args.bin, args.model)
+    proc, client, port, log = start_server(args.bin, args.model,
+                                           args.starting_point)
     try:
         findings = measure(client, port, args.bin, args.model,
                            args.out or os.path.join(args.model, "analysis"),
+                           starting_point=(STARTING_POINT if args.starting_point
+                                           else None),
                            **options(args))
     finally:
         client.close()

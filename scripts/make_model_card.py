@@ -33,11 +33,18 @@ import evaluate_model  # noqa: E402
 from bertology_client import Client  # noqa: E402
 
 
-def start_server(bin_dir, model):
+STARTING_POINT = "querytitle-mlm"  # the starting point's name on the server
+
+
+def start_server(bin_dir, model, starting_point=None):
+    """The server with MODEL as its default model "querytitle" and, when
+    given, the model it was fine-tuned from as STARTING_POINT."""
     log = tempfile.NamedTemporaryFile(prefix="card-server-", suffix=".log")
+    extra = ([f"--model={STARTING_POINT}={starting_point}"]
+             if starting_point else [])
     proc = subprocess.Popen(
-        [os.path.join(bin_dir, "bertology-server"), "--model=querytitle=" + model,
-         "--listen=127.0.0.1:0", "--metrics_listen=", "--threads=1"],
+        [os.path.join(bin_dir, "bertology-server"), "--model=querytitle=" + model]
+        + extra + ["--listen=127.0.0.1:0", "--metrics_listen=", "--threads=1"],
         stdout=log, stderr=subprocess.STDOUT)
     port = None
     while port is None:
@@ -122,6 +129,9 @@ def main():
     ap.add_argument("--train-seconds", type=float,
                     help="training time (default: train_log.json's last "
                          "epoch elapsed_s)")
+    ap.add_argument("--starting-point",
+                    help="the model MODEL was fine-tuned from (default: "
+                         "MODEL-mlm when it exists), compared with it")
     ap.add_argument("--sweep-examples", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=5)
     findings_options = ap.add_argument_group("head findings (head_findings.py)")
@@ -130,8 +140,11 @@ def main():
     head_findings.add_arguments(findings_options, prefix="findings-")
     args = ap.parse_args()
     m = args.model
+    start = args.starting_point
+    if start is None and os.path.isdir(m.rstrip("/") + "-mlm"):
+        start = m.rstrip("/") + "-mlm"
     test_rows = evaluate_model.read_tsv(os.path.join(m, "data", "test.tsv"))
-    proc, client, port, log = start_server(args.bin, m)
+    proc, client, port, log = start_server(args.bin, m, start)
     try:
         info = client.info()["models"][0]
         ev = evaluate_model.evaluate(client, test_rows)
@@ -148,6 +161,7 @@ def main():
         sweep_seconds = time.time() - t0
         heads = head_findings.measure(
             client, port, args.bin, m, os.path.join(m, "analysis"),
+            starting_point=STARTING_POINT if start else None,
             **head_findings.options(args, prefix="findings-"))
     finally:
         client.close()
