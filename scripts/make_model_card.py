@@ -188,6 +188,17 @@ def main():
             "sweep_examples": min(args.sweep_examples, len(test_rows)),
             "sweep_seconds": round(sweep_seconds, 1), "findings": findings(sweep),
             "head_findings": heads}
+    if start:
+        # The pretraining the classifier was fine-tuned from: its time and
+        # masked-character accuracy, from its own train_log.json.
+        with open(os.path.join(start, "train_log.json")) as f:
+            start_log = json.load(f)
+        card["starting_point"] = {
+            "dir": os.path.basename(start.rstrip("/")),
+            "objective": start_log["objective"],
+            "train_seconds": round(start_log["epochs"][-1]["elapsed_s"]),
+            "best_dev_masked_token_accuracy": round(
+                start_log["best_dev_masked_token_accuracy"], 4)}
     with open(os.path.join(m, "card.json"), "w") as f:
         json.dump(card, f, indent=1, ensure_ascii=False)
         f.write("\n")

@@ -2,29 +2,49 @@
 its model card (models/<name>/card.json), its test accuracy measured
 through Classify is at least the card's figure minus 0.5 points, and the
 card's head findings (scripts/head_findings.py) are re-measured where they
-are deterministic.
+are deterministic. Its starting point, models/querytitle-zh-tiny-mlm, is an
+HF BertForMaskedLM (checked by an independent float64 reading of its LM
+head, tests/golden/mlm_reference.py), the model the classifier was
+fine-tuned from (same vocabulary), and is served beside it, so that
+CompareAttention and `bertology compare` run on the shipped files as the
+README shows.
 
 Run by ctest; by hand:
   PYTHONPATH=build/python:client/python BERTOLOGY_BIN_DIR=build/bin \
       /usr/bin/python3 -m unittest -v tests/python/test_default_model.py
 """
+import csv
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 import unittest
+
+import numpy as np
 
 SOURCE_DIR = os.environ.get(
     "BERTOLOGY_SOURCE_DIR",
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
 MODEL_DIR = os.path.join(SOURCE_DIR, "models", "querytitle-zh-tiny")
+MLM_DIR = os.path.join(SOURCE_DIR, "models", "querytitle-zh-tiny-mlm")
+BUDGET = 16 * 1024 * 1024  # bytes per shipped model
 sys.path.insert(0, os.path.join(SOURCE_DIR, "scripts"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
 import evaluate_model  # noqa: E402
 import head_findings  # noqa: E402
+import mlm_reference  # noqa: E402
 from bertology_client import Client  # noqa: E402
 from live_server import LiveServer  # noqa: E402
+from test_service import read_safetensors  # noqa: E402
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
 
 
 class DefaultModelTest(unittest.TestCase):
@@ -34,6 +54,7 @@ class DefaultModelTest(unittest.TestCase):
         with open(os.path.join(MODEL_DIR, "card.json")) as f:
             cls.card = json.load(f)
         cls.server = LiveServer(BIN_DIR, ["--model=querytitle=" + MODEL_DIR,
+                                          "--model=querytitle-mlm=" + MLM_DIR,
                                           "--threads=1"], timeout=120)
         port = cls.server.port
         deadline = time.time() + 120
@@ -97,6 +118,80 @@ class DefaultModelTest(unittest.TestCase):
         masked = evaluate_model.evaluate(self.client, rows[:m],
                                          mask={"ablate": term})
         self.assertEqual(masked["correct"], masking["term_heads"]["correct"])
+
+
+    def test_starting_point_is_what_the_classifier_started_from(self):
+        config = read_json(os.path.join(MLM_DIR, "config.json"))
+        self.assertEqual(config["architectures"], ["BertForMaskedLM"])
+        tuned = read_json(os.path.join(MODEL_DIR, "train_log.json"))
+        self.assertTrue(tuned["init_from"].endswith("querytitle-zh-tiny-mlm"),
+                        tuned.get("init_from"))
+        with open(os.path.join(MLM_DIR, "vocab.txt"), "rb") as a, \
+                open(os.path.join(MODEL_DIR, "vocab.txt"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        for d in (MLM_DIR, MODEL_DIR):
+            size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)
+                       if os.path.isfile(os.path.join(d, f)))
+            self.assertLessEqual(size, BUDGET, d)
+        models = {m["name"]: m for m in self.client.info()["models"]}
+        self.assertEqual(models["querytitle-mlm"]["architecture"], "BertForMaskedLM")
+        self.assertEqual(models["querytitle-mlm"]["head"], "encoder")
+        self.assertIn("CompareAttention", models["querytitle-mlm"]["served_rpcs"])
+        self.assertNotIn("Classify", models["querytitle-mlm"]["served_rpcs"])
+
+    def test_starting_point_lm_head_predicts_masked_characters(self):
+        # 400 dev pairs, every 7th character masked: ~1,300 predictions.
+        weights = read_safetensors(os.path.join(MLM_DIR, "model.safetensors"))
+        rows = evaluate_model.read_tsv(os.path.join(MODEL_DIR, "data", "dev.tsv"))
+        got = mlm_reference.masked_token_accuracy(
+            MLM_DIR, weights, [(a, b) for a, b, _ in rows[:400]])
+        trained = read_json(os.path.join(MLM_DIR, "train_log.json"))[
+            "best_dev_masked_token_accuracy"]
+        # The trainer's dev figure (80/10/10 corruption, its own draws) and
+        # this one (all [MASK], fixed positions) differ in what is masked;
+        # a head or key read wrongly falls to the frequency floor.
+        self.assertGreater(got["accuracy"], trained - 0.08, (got, trained))
+        self.assertGreater(got["accuracy"], 3 * got["most_frequent_accuracy"], got)
+
+    def test_fine_tuning_change_reproduces(self):
+        """The card's per-layer similarity of the starting point's and the
+        classifier's maps, re-measured by the RPC over the same rows, and
+        `bertology compare` on the shipped pair agreeing with the RPC."""
+        found = self.card.get("head_findings", {}).get("fine_tuning")
+        if found is None:
+            self.skipTest("card.json has no fine_tuning findings yet (make card)")
+        rows = evaluate_model.read_tsv(os.path.join(MODEL_DIR, "data", "test.tsv"))
+        n = found["examples"]
+        cmp = self.client.compare_attention([(a, b) for a, b, _ in rows[:n]],
+                                            model_a="querytitle-mlm",
+                                            model_b="querytitle")
+        sim = cmp["similarity"]
+        self.assertTrue(np.all(np.isfinite(sim)) and np.all(sim <= 1 + 1e-6), sim)
+        np.testing.assert_allclose(np.nanmean(sim, axis=1),
+                                   found["cosine_similarity_by_layer"], atol=2e-4)
+        few = rows[:30]
+        small = self.client.compare_attention([(a, b) for a, b, _ in few],
+                                              model_a="querytitle-mlm",
+                                              model_b="querytitle")["similarity"]
+        with tempfile.TemporaryDirectory() as out:
+            data = os.path.join(out, "pairs.tsv")
+            with open(data, "w", encoding="utf-8") as f:
+                f.writelines(f"{a}\t{b}\n" for a, b, _ in few)
+            subprocess.run(
+                [os.path.join(BIN_DIR, "bertology"), "compare",
+                 f"--target=127.0.0.1:{self.server.port}",
+                 "--model-a=querytitle-mlm", "--model-b=querytitle",
+                 "--data=" + data, "--header=no", "--text-a=0", "--text-b=1",
+                 "--detail=0:0:0", "--quiet", "--out-dir=" + os.path.join(out, "cmp")],
+                check=True, stdout=subprocess.DEVNULL)
+            with open(os.path.join(out, "cmp", "similarity.csv")) as f:
+                cli = list(csv.DictReader(f))
+            self.assertGreater(
+                os.path.getsize(os.path.join(out, "cmp", "difference.svg")), 0)
+        self.assertEqual(len(cli), sim.size)
+        for r in cli:
+            self.assertAlmostEqual(float(r["cosine_similarity"]),
+                                   small[int(r["layer"]), int(r["head"])], places=5)
 
 
 if __name__ == "__main__":
