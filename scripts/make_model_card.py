@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Measures a trained query-title model through the real server and writes
-its model card: MODEL/card.json (what tests check) and MODEL/README.md.
+its model card: MODEL/card.json (what tests check) and MODEL/RESULTS.md
+(card.json as Markdown, scripts/card_markdown.py; MODEL/README.md, the
+hand-written half, says how the model was made and quotes it).
 
   PYTHONPATH=build/python:client/python /usr/bin/python3 \
       scripts/make_model_card.py --bin build/bin \
@@ -29,6 +31,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import card_markdown  # noqa: E402
 import evaluate_model  # noqa: E402
 from bertology_client import Client  # noqa: E402
 
@@ -202,6 +205,8 @@ def main():
     with open(os.path.join(m, "card.json"), "w") as f:
         json.dump(card, f, indent=1, ensure_ascii=False)
         f.write("\n")
+    with open(os.path.join(m, "RESULTS.md"), "w", encoding="utf-8") as f:
+        f.write(card_markdown.render(card))
     print(json.dumps(card, indent=1, ensure_ascii=False))
 
 

@@ -34,6 +34,7 @@ BUDGET = 16 * 1024 * 1024  # bytes per shipped model
 sys.path.insert(0, os.path.join(SOURCE_DIR, "scripts"))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
+import card_markdown  # noqa: E402
 import evaluate_model  # noqa: E402
 import head_findings  # noqa: E402
 import mlm_reference  # noqa: E402
@@ -76,6 +77,11 @@ class DefaultModelTest(unittest.TestCase):
         self.assertEqual(info["num_layers"], self.card["layers"])
         self.assertEqual(info["num_heads"], self.card["heads"])
         self.assertEqual(info["hidden_size"], self.card["hidden_size"])
+
+    def test_results_page_is_the_card(self):
+        """RESULTS.md is card.json rendered (no figure typed by hand)."""
+        with open(os.path.join(MODEL_DIR, "RESULTS.md"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), card_markdown.render(self.card))
 
     def test_accuracy_at_least_card(self):
         rows = evaluate_model.read_tsv(os.path.join(MODEL_DIR, "data", "test.tsv"))
