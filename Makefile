@@ -29,7 +29,9 @@ demo: build
 bench: build
 	scripts/bench.sh $(BUILD_DIR)
 
-# Re-creates the default model into out/querytitle-zh-tiny (~30 min).
+# Re-creates the default model into out/querytitle-zh-tiny and its starting
+# point into out/querytitle-zh-tiny-mlm (masked-LM pretraining, then
+# fine-tuning; about an hour on 2 cores).
 model: build
 	scripts/train_default_model.sh $(BUILD_DIR)
 
