@@ -64,7 +64,9 @@ def sweeps(card):
            "", "| random mask | heads | mean change | min | max | repeats |",
            "|---|---|---|---|---|---|"]
     for r in f["random"]:
-        out.append(f"| {r['layers']} {100 * r['fraction']:.0f}% | {r['heads']} | "
+        begin, end = r["layers"][1:].split("-")  # "L0-6": layers [0, 6)
+        out.append(f"| layers {begin}-{int(end) - 1}, {100 * r['fraction']:.0f}% | "
+                   f"{r['heads']} | "
                    f"{pct(r['mean_change_percent'])} | {pct(r['min'])} | "
                    f"{pct(r['max'])} | {r['repeats']} |")
     return out
