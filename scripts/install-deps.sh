@@ -29,7 +29,7 @@ BUILD_PKGS=(
   build-essential cmake pkg-config
   libtorch-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  prometheus-cpp-dev libabsl-dev
+  prometheus-cpp-dev libmicrohttpd-dev libabsl-dev
   nlohmann-json3-dev libutf8proc-dev
   libgtest-dev libgmock-dev
   # libtorch 1.13 links the generic libblas.so.3; without an optimised

@@ -1,10 +1,8 @@
 #include "server/service/metrics_http_server.h"
 
+#include <microhttpd.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <memory>
@@ -12,23 +10,37 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace bertology {
 namespace {
 
-constexpr int kPollMs = 100;  // how often the thread checks stop_
-constexpr int kReadTimeoutMs = 2000;
+MHD_Result Reply(MHD_Connection* connection, unsigned status,
+                 const std::string& content, const char* type) {
+  MHD_Response* response = MHD_create_response_from_buffer(
+      content.size(), const_cast<char*>(content.data()), MHD_RESPMEM_MUST_COPY);
+  if (response == nullptr) return MHD_NO;
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+  const MHD_Result result = MHD_queue_response(connection, status, response);
+  MHD_destroy_response(response);
+  return result;
+}
 
-void WriteAll(int fd, const std::string& data) {
-  size_t sent = 0;
-  while (sent < data.size()) {
-    const ssize_t n =
-        send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return;
-    sent += static_cast<size_t>(n);
+MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url,
+                  const char* method, const char* /*version*/,
+                  const char* /*upload_data*/, size_t* upload_data_size,
+                  void** /*con_cls*/) {
+  const auto* body = static_cast<const std::function<std::string()>*>(cls);
+  if (std::strcmp(method, "GET") != 0 && std::strcmp(method, "HEAD") != 0) {
+    return Reply(connection, MHD_HTTP_METHOD_NOT_ALLOWED,
+                 "only GET /metrics is served here\n", "text/plain");
   }
+  if (*upload_data_size != 0) return MHD_NO;  // a GET carries no body
+  if (std::strcmp(url, "/metrics") != 0 && std::strcmp(url, "/") != 0) {
+    return Reply(connection, MHD_HTTP_NOT_FOUND,
+                 "only GET /metrics is served here\n", "text/plain");
+  }
+  return Reply(connection, MHD_HTTP_OK, (*body)(), "text/plain; version=0.0.4");
 }
 
 }  // namespace
@@ -57,75 +69,33 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
         absl::StrCat("--metrics_listen=", listen, ": ", gai_strerror(rc)));
   }
   std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
+  server->body_ = std::move(body);
   std::string error = "no address";
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    const int fd =
-        socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    const int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 16) == 0) {
-      server->fd_ = fd;
-      break;
-    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+    if (a->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    server->daemon_ = MHD_start_daemon(
+        flags, /*port=*/0, /*apc=*/nullptr, nullptr, &Answer, &server->body_,
+        MHD_OPTION_SOCK_ADDR, a->ai_addr, MHD_OPTION_THREAD_POOL_SIZE,
+        static_cast<unsigned>(kThreads), MHD_OPTION_CONNECTION_TIMEOUT,
+        static_cast<unsigned>(kConnectionTimeoutS), MHD_OPTION_CONNECTION_LIMIT,
+        static_cast<unsigned>(kMaxConnections), MHD_OPTION_END);
+    if (server->daemon_ != nullptr) break;
     error = std::strerror(errno);
-    close(fd);
   }
   freeaddrinfo(found);
-  if (server->fd_ < 0) {
+  if (server->daemon_ == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("--metrics_listen=", listen, ": cannot listen: ", error));
   }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  getsockname(server->fd_, reinterpret_cast<sockaddr*>(&bound), &len);
-  server->port_ =
-      bound.ss_family == AF_INET6
-          ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  server->body_ = std::move(body);
-  server->thread_ = std::thread([s = server.get()] { s->Serve(); });
+  const MHD_DaemonInfo* info =
+      MHD_get_daemon_info(server->daemon_, MHD_DAEMON_INFO_BIND_PORT);
+  server->port_ = info != nullptr ? info->port : 0;
   return server;
 }
 
 MetricsHttpServer::~MetricsHttpServer() {
-  stop_.store(true);
-  if (thread_.joinable()) thread_.join();
-  if (fd_ >= 0) close(fd_);
-}
-
-void MetricsHttpServer::Serve() {
-  while (!stop_.load()) {
-    pollfd p{fd_, POLLIN, 0};
-    if (poll(&p, 1, kPollMs) <= 0) continue;
-    const int client = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) continue;
-    std::string request;
-    char buffer[2048];
-    while (request.find("\r\n\r\n") == std::string::npos &&
-           request.size() < 16384) {
-      pollfd c{client, POLLIN, 0};
-      if (poll(&c, 1, kReadTimeoutMs) <= 0) break;
-      const ssize_t n = recv(client, buffer, sizeof(buffer), 0);
-      if (n <= 0) break;
-      request.append(buffer, static_cast<size_t>(n));
-    }
-    std::string status = "200 OK", type = "text/plain; version=0.0.4";
-    std::string content;
-    if (absl::StartsWith(request, "GET /metrics ") ||
-        absl::StartsWith(request, "GET /metrics?") ||
-        absl::StartsWith(request, "GET / ")) {
-      content = body_();
-    } else {
-      status = "404 Not Found";
-      type = "text/plain";
-      content = "only GET /metrics is served here\n";
-    }
-    WriteAll(client, absl::StrCat("HTTP/1.1 ", status, "\r\nContent-Type: ",
-                                  type, "\r\nContent-Length: ", content.size(),
-                                  "\r\nConnection: close\r\n\r\n", content));
-    close(client);
-  }
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
 }
 
 }  // namespace bertology
