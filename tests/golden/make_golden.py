@@ -115,6 +115,26 @@ def write_safetensors(tensors, path):
             f.write(b)
 
 
+def read_safetensors(path):
+    """{name: tensor} from a safetensors file, read by hand as
+    write_safetensors writes it: F32 weights and the I64 buffers
+    (position_ids) older saves carry; any other dtype fails."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    formats = {"F32": torch.float32, "I64": torch.int64}
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = formats[info["dtype"]]
+        begin, end = info["data_offsets"]
+        out[name] = torch.frombuffer(bytearray(data[begin:end]),
+                                     dtype=dtype).reshape(info["shape"])
+    return out
+
+
 def vocab_tokens():
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     letters = "abcdefghijklmnopqrstuvwxyz"

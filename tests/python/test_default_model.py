@@ -19,9 +19,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
+import grpc
 import numpy as np
 
 SOURCE_DIR = os.environ.get(
@@ -40,7 +40,7 @@ import head_findings  # noqa: E402
 import mlm_reference  # noqa: E402
 from bertology_client import Client  # noqa: E402
 from live_server import LiveServer  # noqa: E402
-from test_service import read_safetensors  # noqa: E402
+from make_golden import read_safetensors  # noqa: E402
 
 
 def read_json(path):
@@ -57,15 +57,15 @@ class DefaultModelTest(unittest.TestCase):
         cls.server = LiveServer(BIN_DIR, ["--model=querytitle=" + MODEL_DIR,
                                           "--model=querytitle-mlm=" + MLM_DIR,
                                           "--threads=1"], timeout=120)
-        port = cls.server.port
-        deadline = time.time() + 120
-        cls.client = Client(f"127.0.0.1:{port}", timeout=120)
-        while time.time() < deadline and cls.client.health() != "SERVING":
-            time.sleep(0.2)
+        target = f"127.0.0.1:{cls.server.port}"
+        cls.channel = grpc.insecure_channel(target)
+        cls.server.wait_serving(cls.channel)
+        cls.client = Client(target, timeout=120)
 
     @classmethod
     def tearDownClass(cls):
         cls.client.close()
+        cls.channel.close()
         cls.server.stop()
 
     def test_files_match_card(self):
@@ -124,7 +124,6 @@ class DefaultModelTest(unittest.TestCase):
         masked = evaluate_model.evaluate(self.client, rows[:m],
                                          mask={"ablate": term})
         self.assertEqual(masked["correct"], masking["term_heads"]["correct"])
-
 
     def test_starting_point_is_what_the_classifier_started_from(self):
         config = read_json(os.path.join(MLM_DIR, "config.json"))

@@ -10,7 +10,6 @@ Run by ctest; by hand:
 
 import json
 import os
-import struct
 import sys
 import time
 import unittest
@@ -29,28 +28,11 @@ BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", 
 MODEL_DIR = os.path.join(SOURCE_DIR, "tests", "golden", "tiny-bert-cls")
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
 import make_golden  # noqa: E402  (the reference BERT)
+from make_golden import read_safetensors  # noqa: E402,F401  (tests import it here)
 from live_server import LiveServer  # noqa: E402
 
 TEXTS = [("the cat sat on the mat", ""), ("a dog", "it was there"),
          ("this was not what they said", "")]
-
-
-def read_safetensors(path):
-    """{name: tensor} from a safetensors file: F32 weights and the I64
-    buffers (position_ids) older saves carry; any other dtype fails."""
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        dtype = {"F32": "<f4", "I64": "<i8"}[info["dtype"]]
-        begin, end = info["data_offsets"]
-        array = np.frombuffer(data[begin:end], dtype=dtype).reshape(info["shape"])
-        out[name] = torch.from_numpy(array.copy())
-    return out
 
 
 class ServiceTest(unittest.TestCase):
