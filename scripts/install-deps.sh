@@ -30,6 +30,8 @@ BUILD_PKGS=(
   libtorch-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev libmicrohttpd-dev libabsl-dev
+  # SHA-256 and CRYPTO_memcmp for bearer tokens (token_file.h).
+  libssl-dev
   nlohmann-json3-dev libutf8proc-dev
   libgtest-dev libgmock-dev
   # libtorch 1.13 links the generic libblas.so.3; without an optimised
@@ -50,6 +52,8 @@ TEST_PKGS=(
   nginx
   # deploy/validate.py reads the rendered manifests.
   python3-yaml
+  # Makes the CA, server and client certificates of tests/python/test_auth.py.
+  openssl
 )
 # Installed without recommends: their recommends pull in hundreds of MB.
 NORECOMMENDS_PKGS=(prometheus chromium)

@@ -68,6 +68,15 @@ ABSL_FLAG(int, max_connection_age_grace_s, 0,
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM server certificate chain (with --tls_key).");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key (with --tls_cert).");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle: with it, bertology.v1 calls need a client "
+          "certificate this CA signed (mutual TLS; needs --tls_cert). "
+          "grpc.health.v1 stays open for probes.");
+ABSL_FLAG(std::string, token_file, "",
+          "File of bearer tokens, one 'TOKEN full|readonly' per line; with "
+          "it, bertology.v1 calls need 'authorization: Bearer TOKEN'. "
+          "Re-read when it changes. A readonly token may call GetModelInfo, "
+          "Tokenize, Classify and GetAttention.");
 ABSL_FLAG(int, max_inputs_per_call, 256, "Most inputs in one Classify call.");
 ABSL_FLAG(int, max_examples_per_sweep, 10000, "Most examples in one sweep.");
 ABSL_FLAG(int, max_masks_per_sweep, 10000,
@@ -158,6 +167,14 @@ int main(int argc, char** argv) {
       absl::Seconds(absl::GetFlag(FLAGS_max_connection_age_grace_s));
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  options.token_file = absl::GetFlag(FLAGS_token_file);
+  if (!options.token_file.empty() && options.tls_cert_file.empty()) {
+    std::fprintf(stderr,
+                 "bertology-server: warning: --token_file without --tls_cert: "
+                 "tokens travel in plain text (fine on loopback or behind a "
+                 "TLS-terminating proxy, not on an open network)\n");
+  }
   bertology::ServiceLimits& limits = options.limits;
   limits.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
   limits.max_inputs_per_call = absl::GetFlag(FLAGS_max_inputs_per_call);

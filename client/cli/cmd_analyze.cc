@@ -215,7 +215,7 @@ int RunAnalyze(const Argv& argv) {
   }
   auto mask = ParseHeadMask(args);
   if (!mask.ok()) return Fail(kCommand, kExitUsage, mask.status());
-  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
   if (!channel.ok()) return Fail(kCommand, kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   auto info = FetchModelInfo(stub.get(), args);

@@ -98,7 +98,7 @@ int RunAttention(const Argv& argv) {
                                            : v1::GRANULARITY_TOKEN);
   request.set_encoding(args.Has("float16") ? v1::ATTENTION_ENCODING_FLOAT16
                                            : v1::ATTENTION_ENCODING_FLOAT32);
-  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
   if (!channel.ok()) return Fail("attention", kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   auto context = NewContext(args);

@@ -99,7 +99,7 @@ int RunClassify(const Argv& argv) {
   }
   auto mask = ParseHeadMask(args);
   if (!mask.ok()) return Fail("classify", kExitUsage, mask.status());
-  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
   if (!channel.ok()) return Fail("classify", kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   auto info = FetchModelInfo(stub.get(), args);

@@ -220,7 +220,7 @@ int RunCompare(const Argv& argv) {
     absl::Status s = ParseDetail(args.Get("detail"), &request);
     if (!s.ok()) return Fail(kCommand, kExitUsage, s);
   }
-  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
   if (!channel.ok()) return Fail(kCommand, kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   // The limits (and that the server answers) before reading the data.

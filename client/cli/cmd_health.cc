@@ -23,7 +23,7 @@ int RunHealth(const Argv& argv) {
                         flags, argv, &args, &exit)) {
     return exit;
   }
-  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
   if (!channel.ok()) return Fail("health", kExitUsage, channel.status());
   auto stub = grpc::health::v1::Health::NewStub(*channel);
   auto context = NewContext(args, absl::Seconds(5));

@@ -37,7 +37,7 @@ struct Job {
 };
 
 std::optional<int> PrepareJob(const char* command, const Args& args, Job* job) {
-  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
   if (!channel.ok()) return Fail(command, kExitUsage, channel.status());
   job->stub = v1::Bertology::NewStub(*channel);
   auto info = FetchModelInfo(job->stub.get(), args);

@@ -19,7 +19,7 @@ int RunInfo(const Argv& argv) {
                         ConnectionFlags(), argv, &args, &exit)) {
     return exit;
   }
-  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
   if (!channel.ok()) return Fail("info", kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   auto context = NewContext(args);

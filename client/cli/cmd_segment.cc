@@ -196,7 +196,7 @@ int RunSegment(const Argv& argv) {
     if (!v.ok()) return Fail(kCommand, kExitUsage, v.status());
     (request.*setter)(*v);
   }
-  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
   if (!channel.ok()) return Fail(kCommand, kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   auto info = FetchModelInfo(stub.get(), args);

@@ -260,7 +260,7 @@ std::optional<StepError> ParseSchedulerFlags(const Args& args,
 // planned masks, and the shard size.
 std::optional<StepError> PlanJob(const Args& args, ShardExecutor* executor,
                                  SweepSetup* setup) {
-  auto channel = MakeChannel(setup->targets.front().uri);
+  auto channel = MakeChannel(args, setup->targets.front().uri);
   if (!channel.ok()) return StepError{kExitUsage, channel.status()};
   auto stub = v1::Bertology::NewStub(*channel);
   auto info = FetchModelInfo(stub.get(), args);
@@ -383,6 +383,7 @@ int RunSweep(const Argv& argv) {
   }
   GrpcExecutorOptions executor_options;
   executor_options.resolve_interval = setup.resolve_interval;
+  executor_options.security = SecurityFromArgs(args);
   auto executor = NewGrpcShardExecutor(setup.targets, executor_options);
   if (std::optional<StepError> e = PlanJob(args, executor.get(), &setup)) {
     return Fail("sweep", e->code, e->status);

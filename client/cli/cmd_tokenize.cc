@@ -31,7 +31,7 @@ int RunTokenize(const Argv& argv) {
     return Fail("tokenize", kExitUsage,
                 absl::InvalidArgumentError("--text-a is required"));
   }
-  auto channel = MakeChannel(args.Get("target", kDefaultTarget));
+  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
   if (!channel.ok()) return Fail("tokenize", kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   auto context = NewContext(args);

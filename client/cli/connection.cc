@@ -19,22 +19,53 @@ std::vector<FlagSpec> ConnectionFlags() {
       {"model", true, "model name (default: the server's default model)",
        "NAME"},
       {"timeout", true, "seconds per call (default 60)", "S"},
+      {"tls-ca", true,
+       "connect with TLS, trusting this PEM CA (default: plain text; with "
+       "--tls-cert alone, the system's roots)",
+       "FILE"},
+      {"tls-cert", true,
+       "PEM client certificate for mutual TLS (with "
+       "--tls-key)",
+       "FILE"},
+      {"tls-key", true, "PEM private key of --tls-cert", "FILE"},
+      {"tls-server-name", true,
+       "name the server's certificate must carry, when not the target's host",
+       "NAME"},
+      {"token-file", true,
+       "send the bearer token in FILE (its first word) with every call",
+       "FILE"},
   };
 }
 
+ChannelSecurity SecurityFromArgs(const Args& args) {
+  ChannelSecurity security;
+  security.tls_ca = args.Get("tls-ca");
+  security.tls_cert = args.Get("tls-cert");
+  security.tls_key = args.Get("tls-key");
+  security.tls_server_name = args.Get("tls-server-name");
+  security.token_file = args.Get("token-file");
+  return security;
+}
+
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
-    const std::string& target) {
+    const Args& args, const std::string& target) {
+  const ChannelSecurity security = SecurityFromArgs(args);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentialsFor(security);
+  if (!credentials.ok()) return credentials.status();
   TargetOptions options;
   options.round_robin_list = true;
   absl::StatusOr<std::vector<ChannelTarget>> targets =
       ParseTargets(target, options);
   if (!targets.ok()) return targets.status();
   const ChannelTarget& t = targets->front();
-  grpc::ChannelArguments args;
-  if (!t.lb_policy.empty()) args.SetLoadBalancingPolicyName(t.lb_policy);
-  args.SetMaxReceiveMessageSize(-1);
-  return grpc::CreateCustomChannel(t.uri, grpc::InsecureChannelCredentials(),
-                                   args);
+  grpc::ChannelArguments channel_args;
+  if (!t.lb_policy.empty()) {
+    channel_args.SetLoadBalancingPolicyName(t.lb_policy);
+  }
+  channel_args.SetMaxReceiveMessageSize(-1);
+  AddChannelSecurityArgs(security, &channel_args);
+  return grpc::CreateCustomChannel(t.uri, *credentials, channel_args);
 }
 
 absl::StatusOr<std::unique_ptr<grpc::ClientContext>> NewContext(
@@ -46,6 +77,8 @@ absl::StatusOr<std::unique_ptr<grpc::ClientContext>> NewContext(
   context->set_deadline(
       std::chrono::system_clock::now() +
       std::chrono::microseconds(static_cast<int64_t>(*seconds * 1e6)));
+  absl::Status token = AttachToken(SecurityFromArgs(args), context.get());
+  if (!token.ok()) return token;
   return context;
 }
 

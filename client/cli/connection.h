@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "bertology/v1/bertology.grpc.pb.h"
 #include "client/cli/args.h"
+#include "client/scheduler/channel_security.h"
 #include "common/grpc_status.h"
 
 namespace bertology {
@@ -25,15 +26,21 @@ namespace client {
 // bertology-server's default --listen port.
 inline constexpr char kDefaultTarget[] = "localhost:50051";
 
-// --target, --model, --timeout.
+// --target, --model, --timeout and the security flags (--tls-ca,
+// --tls-cert, --tls-key, --tls-server-name, --token-file).
 std::vector<FlagSpec> ConnectionFlags();
 
-// One channel for --target: a list ("ipv4:a:1,b:2" or "a:1,b:2") becomes a
-// round_robin channel over it; "dns:///..." round_robin over DNS.
-absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
-    const std::string& target);
+// The security flags of `args`.
+ChannelSecurity SecurityFromArgs(const Args& args);
 
-// A context with the --timeout deadline (default `def`).
+// One channel for `target` (usually --target), secured as `args` say: a list
+// ("ipv4:a:1,b:2" or "a:1,b:2") becomes a round_robin channel over it;
+// "dns:///..." round_robin over DNS.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
+    const Args& args, const std::string& target);
+
+// A context with the --timeout deadline (default `def`) and the
+// --token-file's bearer token.
 absl::StatusOr<std::unique_ptr<grpc::ClientContext>> NewContext(
     const Args& args, absl::Duration def = absl::Seconds(60));
 

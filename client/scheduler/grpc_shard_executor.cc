@@ -37,25 +37,30 @@ MaskCounts FromProto(const v1::MaskResult& r) {
   return c;
 }
 
-std::shared_ptr<grpc::Channel> NewChannel(const ChannelTarget& t) {
+std::shared_ptr<grpc::Channel> NewChannel(
+    const ChannelTarget& t, const ChannelSecurity& security,
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   grpc::ChannelArguments args;
+  AddChannelSecurityArgs(security, &args);
   if (!t.lb_policy.empty()) args.SetLoadBalancingPolicyName(t.lb_policy);
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   // Reconnect to a restarted replica within a second or two.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  return grpc::CreateCustomChannel(t.uri, grpc::InsecureChannelCredentials(),
-                                   args);
+  return grpc::CreateCustomChannel(t.uri, credentials, args);
 }
 
 class GrpcShardExecutor : public ShardExecutor {
  public:
   GrpcShardExecutor(const std::vector<ChannelTarget>& targets,
                     const GrpcExecutorOptions& options)
-      : resolver_(targets, options.resolve_interval, options.clock) {}
+      : resolver_(targets, options.resolve_interval, options.clock),
+        security_(options.security),
+        credentials_(ChannelCredentialsFor(security_)) {}
 
   absl::StatusOr<std::vector<int>> Channels() override {
+    if (!credentials_.ok()) return credentials_.status();
     absl::StatusOr<std::vector<ChannelTarget>> now = resolver_.Current();
     if (!now.ok()) return now.status();
     absl::MutexLock lock(&mu_);
@@ -65,7 +70,8 @@ class GrpcShardExecutor : public ShardExecutor {
       if (it == by_uri_.end()) {
         Entry e;
         e.target = t;
-        e.stub = v1::Bertology::NewStub(NewChannel(t));
+        e.stub =
+            v1::Bertology::NewStub(NewChannel(t, security_, *credentials_));
         entries_.push_back(std::move(e));
         it =
             by_uri_.emplace(t.uri, static_cast<int>(entries_.size()) - 1).first;
@@ -97,6 +103,9 @@ class GrpcShardExecutor : public ShardExecutor {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() +
                          absl::ToChronoMicroseconds(timeout));
+    // Read per attempt, so a token rotated during a long sweep is picked up.
+    attempt.status = AttachToken(security_, &context);
+    if (!attempt.status.ok()) return attempt;
     auto reader = stub->SweepAblation(&context, request);
     v1::SweepAblationResponse event;
     while (reader->Read(&event)) {
@@ -138,6 +147,8 @@ class GrpcShardExecutor : public ShardExecutor {
     std::unique_ptr<v1::Bertology::Stub> stub;
   };
   ReplicaResolver resolver_;
+  const ChannelSecurity security_;
+  const absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials_;
   mutable absl::Mutex mu_;
   std::vector<Entry> entries_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> by_uri_ ABSL_GUARDED_BY(mu_);

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bertology/v1/bertology.pb.h"
+#include "client/scheduler/channel_security.h"
 #include "client/scheduler/shard.h"
 #include "client/scheduler/targets.h"
 #include "common/clock.h"
@@ -61,6 +62,8 @@ struct GrpcExecutorOptions {
   // and go (pods behind a headless Service) are seen.
   absl::Duration resolve_interval = absl::Seconds(10);
   Clock* clock = nullptr;  // nullptr: Clock::Real()
+  // TLS, client certificate and bearer token for every replica.
+  ChannelSecurity security;
 };
 
 // gRPC channels: one per address of a list or of a resolved DNS name, or

@@ -1,20 +1,24 @@
 // The gRPC face of the handlers: the generated bertology.v1.Bertology
-// service, one method per RPC. Each method counts itself in the metrics,
-// catches any exception (a handler bug must not take the server down) and
-// converts the handler's absl::Status through ToGrpcStatus().
+// service, one method per RPC. Each method checks the caller (Authorizer),
+// counts itself in the metrics, catches any exception (a handler bug must
+// not take the server down) and converts the handler's absl::Status through
+// ToGrpcStatus().
 //
 // Thread-safe: the sync server calls it from many threads at once.
 #ifndef BERTOLOGY_SERVICE_BERTOLOGY_SERVICE_H_
 #define BERTOLOGY_SERVICE_BERTOLOGY_SERVICE_H_
 
 #include "bertology/v1/bertology.grpc.pb.h"
+#include "server/service/authorizer.h"
 #include "server/service/handlers.h"
 
 namespace bertology {
 
 class BertologyService final : public v1::Bertology::Service {
  public:
-  explicit BertologyService(HandlerContext ctx) : ctx_(ctx) {}
+  // `authorizer` (may be null: every caller allowed) outlives the service.
+  BertologyService(HandlerContext ctx, const Authorizer* authorizer)
+      : ctx_(ctx), authorizer_(authorizer) {}
 
   grpc::Status GetModelInfo(grpc::ServerContext* context,
                             const v1::GetModelInfoRequest* request,
@@ -49,6 +53,7 @@ class BertologyService final : public v1::Bertology::Service {
 
  private:
   HandlerContext ctx_;
+  const Authorizer* authorizer_;
 };
 
 }  // namespace bertology

@@ -18,6 +18,7 @@
 #include "absl/synchronization/notification.h"
 #include "server/core/model/threading.h"
 #include "server/core/status_macros.h"
+#include "server/service/authorizer.h"
 #include "server/service/bertology_service.h"
 #include "server/service/metrics.h"
 #include "server/service/model_registry.h"
@@ -40,6 +41,10 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
     const ServerOptions& o) {
   if (o.tls_cert_file.empty() && o.tls_key_file.empty()) {
+    if (!o.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--tls_client_ca needs TLS: give --tls_cert and --tls_key too");
+    }
     return grpc::InsecureServerCredentials();
   }
   if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
@@ -51,6 +56,16 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
   ASSIGN_OR_RETURN(pair.cert_chain, ReadFile(o.tls_cert_file, "--tls_cert"));
   ASSIGN_OR_RETURN(pair.private_key, ReadFile(o.tls_key_file, "--tls_key"));
   ssl.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!o.tls_client_ca_file.empty()) {
+    ASSIGN_OR_RETURN(ssl.pem_root_certs,
+                     ReadFile(o.tls_client_ca_file, "--tls_client_ca"));
+    // Request, verify when sent, but do not require: a client without a
+    // certificate completes the handshake so health probes work, and the
+    // Authorizer refuses its bertology.v1 calls. A certificate the CA did
+    // not sign, or an expired one, fails the handshake.
+    ssl.client_certificate_request =
+        GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
   return grpc::SslServerCredentials(ssl);
 }
 
@@ -60,6 +75,7 @@ struct Server::Impl {
   ServerOptions options;
   std::unique_ptr<ServiceMetrics> metrics;
   ModelRegistry registry;
+  std::unique_ptr<Authorizer> authorizer;  // null: every caller allowed
   std::unique_ptr<BertologyService> service;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
@@ -109,7 +125,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   ctx.models = &impl->registry;
   ctx.limits = &impl->options.limits;
   ctx.metrics = impl->metrics.get();
-  impl->service = std::make_unique<BertologyService>(ctx);
+  if (!o.tls_client_ca_file.empty() || !o.token_file.empty()) {
+    std::unique_ptr<TokenFile> tokens;
+    if (!o.token_file.empty()) {
+      ASSIGN_OR_RETURN(tokens, TokenFile::Open(o.token_file));
+    }
+    impl->authorizer = std::make_unique<Authorizer>(
+        !o.tls_client_ca_file.empty(), std::move(tokens));
+  }
+  impl->service =
+      std::make_unique<BertologyService>(ctx, impl->authorizer.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -48,6 +48,11 @@ struct ServerOptions {
   absl::Duration max_connection_age_grace = absl::ZeroDuration();
   std::string tls_cert_file;  // both or neither; PEM
   std::string tls_key_file;
+  // PEM CA bundle: bertology.v1 calls need a client certificate it signed
+  // (mutual TLS; needs tls_cert_file). Health stays open (authorizer.h).
+  std::string tls_client_ca_file;
+  // Bearer tokens with scopes (token_file.h); reloaded when it changes.
+  std::string token_file;
   ServiceLimits limits;
   // Called once the ports are bound, before the models load (the port is
   // useful to print then: health answers NOT_SERVING while loading).

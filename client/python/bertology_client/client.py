@@ -240,22 +240,94 @@ def _mask_spec(spec, index):
         id=mask_id, mask=head_mask_proto(spec)))
 
 
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _token(token_file):
+    """The first word of the file (blank lines and # comments skipped)."""
+    with open(token_file, encoding="utf-8") as f:
+        for line in f:
+            words = line.split()
+            if words and not words[0].startswith("#"):
+                return words[0]
+    raise ValueError("token_file=%s: no token in it" % token_file)
+
+
+class _TokenInterceptor(grpc.UnaryUnaryClientInterceptor,
+                        grpc.UnaryStreamClientInterceptor):
+    """Adds `authorization: Bearer TOKEN` to every call, reading the file
+    each time so a rotated token is used from the next call on."""
+
+    def __init__(self, token_file):
+        self._token_file = token_file
+
+    def _details(self, details):
+        metadata = list(details.metadata or [])
+        metadata.append(("authorization", "Bearer " + _token(self._token_file)))
+        return _CallDetails(details.method, details.timeout, metadata,
+                            details.credentials,
+                            getattr(details, "wait_for_ready", None),
+                            getattr(details, "compression", None))
+
+    def intercept_unary_unary(self, continuation, details, request):
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):
+        return continuation(self._details(details), request)
+
+
+class _CallDetails(
+        collections.namedtuple("_CallDetails", (
+            "method", "timeout", "metadata", "credentials", "wait_for_ready",
+            "compression")), grpc.ClientCallDetails):
+    pass
+
+
 class Client:
     """A channel to one bertology-server target (any gRPC target string:
     "host:port", "dns:///name:port", "ipv4:a:p,b:p"). Thread-safe as gRPC
-    channels are. Use as a context manager or call close()."""
+    channels are. Use as a context manager or call close().
+
+    Security, as the CLI's flags: `tls_ca` (PEM file; TLS on), `tls_cert`
+    and `tls_key` (client certificate for mutual TLS; TLS on, trusting the
+    system's roots unless `tls_ca`), `tls_server_name` (the name the
+    server's certificate carries, when not the target's host) and
+    `token_file` (bearer token, the file's first word, sent with every
+    call)."""
 
     def __init__(self, target, model="", timeout=60.0, options=None,
-                 channel=None):
+                 channel=None, tls_ca=None, tls_cert=None, tls_key=None,
+                 tls_server_name=None, token_file=None):
         self.model = model
         self.timeout = timeout
         opts = [("grpc.max_receive_message_length", 64 << 20)]
         opts += list(options or [])
-        self._channel = channel or grpc.insecure_channel(target, options=opts)
+        if channel is None:
+            if tls_ca or tls_cert or tls_key:
+                if bool(tls_cert) != bool(tls_key):
+                    raise ValueError("tls_cert and tls_key go together")
+                creds = grpc.ssl_channel_credentials(
+                    root_certificates=_read(tls_ca) if tls_ca else None,
+                    private_key=_read(tls_key) if tls_key else None,
+                    certificate_chain=_read(tls_cert) if tls_cert else None)
+                if tls_server_name:
+                    opts.append(("grpc.ssl_target_name_override",
+                                 tls_server_name))
+                channel = grpc.secure_channel(target, creds, options=opts)
+            else:
+                channel = grpc.insecure_channel(target, options=opts)
+        self._raw_channel = channel
+        if token_file:
+            _token(token_file)  # fail now on a missing or empty file
+            channel = grpc.intercept_channel(channel,
+                                             _TokenInterceptor(token_file))
+        self._channel = channel
         self._stub = pb_grpc.BertologyStub(self._channel)
 
     def close(self):
-        self._channel.close()
+        self._raw_channel.close()
 
     def __enter__(self):
         return self
