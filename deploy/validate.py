@@ -7,7 +7,8 @@ each other, and the Dockerfiles.
 
 Renders every kustomization ($BERTOLOGY_KUSTOMIZE, default `kubectl
 kustomize`): the server overlays, alone
-and together with the sweep Job and its merge step, and the examples.
+and together with the sweep Job and its merge step, and the examples (the
+auth example fleet together with the auth example sweep and merge).
 --npm-dir holds node_modules from deploy/schema/package-lock.json (validate.sh
 installs it); the schema check runs deploy/schema/validate-schema.js there.
 --bin-dir holds bertology-server and bertology (default $BERTOLOGY_BIN_DIR,
@@ -42,8 +43,19 @@ FLEETS = {
     "overlays/gpu": "docker/Dockerfile.cuda",
     "examples/cpu-model-from-image": "docker/Dockerfile",
     "examples/gpu-model-from-url": "docker/Dockerfile.cuda",
+    "examples/cpu-auth": "docker/Dockerfile",
 }
-SWEEPS = ["sweep", "sweep-merge", "examples/sweep-data-from-url"]
+SWEEPS = ["sweep", "sweep-merge", "examples/sweep-data-from-url",
+          "examples/sweep-auth", "examples/sweep-merge-auth"]
+# The sweep and merge renders each fleet is checked with (default: sweep,
+# sweep-merge): a fleet with TLS/tokens needs clients that present them.
+FLEET_SWEEPS = {
+    "examples/cpu-auth": ("examples/sweep-auth", "examples/sweep-merge-auth"),
+}
+DEFAULT_SWEEPS = ("sweep", "sweep-merge")
+# Server flags naming a file of components/auth's Secrets, and the CLI's.
+SERVER_AUTH_FILES = ["tls_cert", "tls_key", "tls_client_ca", "token_file"]
+CLIENT_AUTH_FILES = ["tls-ca", "tls-cert", "tls-key", "token-file"]
 DOCKERFILES = ["docker/Dockerfile", "docker/Dockerfile.cuda"]
 ADAPTER_RULES = os.path.join(K8S, "examples", "prometheus-adapter-rules.yaml")
 # Test tools the image build stage must not install (scripts/install-deps.sh
@@ -55,7 +67,8 @@ TEST_TOOLS = ["nginx", "chromium", "prometheus", "python3-torch",
 SCHEDULING_FLAGS = {"part", "progress-file", "metrics-listen", "merge-from",
                     "out-csv", "out-json", "out-dir", "quiet", "max-inflight",
                     "retries", "shard-timeout", "resolve-interval", "timeout",
-                    "target"}
+                    "target", "tls-ca", "tls-cert", "tls-key",
+                    "tls-server-name", "token-file"}
 DEFAULT_SHARD_TIMEOUT = 600
 
 
@@ -176,6 +189,12 @@ class Context:
             self.errors.append(err)
         self.cli_flags, err = help_flags(
             os.path.join(bin_dir, "bertology"), ["sweep", "--help"],
+            r"^\s+--([a-z0-9][a-z0-9-]*)\b")
+        if err:
+            self.errors.append(err)
+        # The server's exec probes run `bertology health` (components/auth).
+        self.health_flags, err = help_flags(
+            os.path.join(bin_dir, "bertology"), ["health", "--help"],
             r"^\s+--([a-z0-9][a-z0-9-]*)\b")
         if err:
             self.errors.append(err)
@@ -304,13 +323,30 @@ def check_fleet(docs, ctx, dockerfile_rel, out):
     if metrics_port is None or ports.get("metrics") != metrics_port:
         out.append("%s.ports: --metrics_listen port %s != containerPort "
                    "metrics %s" % (cn, metrics_port, ports.get("metrics")))
+    check_server_auth(cn, args, c, pod, out)
+    tls = flag(args, "tls_cert")
     for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
         p = c.get(probe)
-        if not p or "grpc" not in p:
-            out.append("%s.%s: not a grpc probe" % (cn, probe))
+        where = "%s.%s" % (cn, probe)
+        if tls and p and "grpc" in p:
+            out.append("%s: a grpc probe, but the server has --tls_cert: "
+                       "kubelet's grpc probes speak plain text only; use an "
+                       "exec probe running `bertology health --tls-ca=...`" %
+                       where)
+        elif tls:
+            check_health_exec(where, p, grpc_port, c, pod, ctx, out)
+            uses_cli = (p or {}).get("exec", {}).get("command", [])[:1] == \
+                ["bertology"]
+            if uses_cli and not re.search(r"bin/bertology(?![\w-])",
+                                          ctx.dockerfiles.get(dockerfile_rel,
+                                                              "")):
+                out.append("%s.exec.command runs `bertology`, which %s does "
+                           "not install" % (where, dockerfile_rel))
+        elif not p or "grpc" not in p:
+            out.append("%s: not a grpc probe" % where)
         elif p["grpc"].get("port") != grpc_port:
-            out.append("%s.%s.grpc.port %s, but the server listens on %s" %
-                       (cn, probe, p["grpc"].get("port"), grpc_port))
+            out.append("%s.grpc.port %s, but the server listens on %s" %
+                       (where, p["grpc"].get("port"), grpc_port))
 
     # Models: baked into the image, or filled into a volume by an
     # initContainer.
@@ -450,6 +486,77 @@ def check_fleet(docs, ctx, dockerfile_rel, out):
             dockerfile_rel, users[-1:] or None, n, run_as))
 
 
+def secret_file(where, what, path, container, pod, out):
+    """`path` (a flag's file) must be on a read-only Secret volume mount
+    without subPath (a subPath mount never sees the Secret change)."""
+    mounts = [m for m in container.get("volumeMounts", [])
+              if path.startswith(m["mountPath"].rstrip("/") + "/")]
+    if not mounts:
+        out.append("%s: %s=%s is not on a mounted volume" % (where, what,
+                                                             path))
+        return
+    m = max(mounts, key=lambda m: len(m["mountPath"]))
+    vol = {v["name"]: v for v in pod.get("volumes", [])}.get(m["name"], {})
+    if "secret" not in vol and "projected" not in vol:
+        out.append("%s: %s=%s is on volume %s, not a Secret" % (
+            where, what, path, m["name"]))
+    if not m.get("readOnly"):
+        out.append("%s: %s=%s: volumeMounts %s is not readOnly" % (
+            where, what, path, m["name"]))
+    if m.get("subPath"):
+        out.append("%s: %s=%s: volumeMounts %s has a subPath, which never "
+                   "sees a Secret update" % (where, what, path, m["name"]))
+
+
+def check_server_auth(cn, args, c, pod, out):
+    """components/auth: TLS and token files on Secret mounts, and flags the
+    server accepts together."""
+    tls_cert, tls_key = flag(args, "tls_cert"), flag(args, "tls_key")
+    if bool(tls_cert) != bool(tls_key):
+        out.append("%s.args: --tls_cert and --tls_key must be given together"
+                   % cn)
+    for f in ("tls_client_ca", "token_file"):
+        if flag(args, f) and not tls_cert:
+            out.append("%s.args: --%s without --tls_cert (%s)" % (
+                cn, f, "the server refuses to start" if f == "tls_client_ca"
+                else "tokens travel in plain text"))
+    for f in SERVER_AUTH_FILES:
+        if flag(args, f):
+            secret_file(cn + ".args", "--" + f, flag(args, f), c, pod, out)
+
+
+def check_health_exec(where, p, grpc_port, c, pod, ctx, out):
+    """An exec probe running `bertology health` over TLS."""
+    cmd = (p or {}).get("exec", {}).get("command")
+    if not cmd:
+        out.append("%s: not an exec probe (the server has --tls_cert)" %
+                   where)
+        return
+    if cmd[:2] != ["bertology", "health"]:
+        out.append("%s.exec.command does not run `bertology health`: %s" % (
+            where, cmd[:2]))
+    if ctx.health_flags is not None:
+        for f, _ in flags_of(cmd):
+            if f not in ctx.health_flags:
+                out.append("%s.exec.command: --%s is not a `bertology health` "
+                           "flag (bertology health --help)" % (where, f))
+    target = flag(cmd, "target") or "localhost:50051"
+    if port_of(target) != grpc_port:
+        out.append("%s.exec.command: --target=%s, but the server listens on "
+                   "%s" % (where, target, grpc_port))
+    ca = flag(cmd, "tls-ca")
+    if not ca:
+        out.append("%s.exec.command: no --tls-ca: plain text to a TLS server"
+                   % where)
+    else:
+        secret_file(where + ".exec.command", "--tls-ca", ca, c, pod, out)
+    timeout = flag(cmd, "timeout") or "60"
+    limit = p.get("timeoutSeconds", 1)
+    if not re.fullmatch(r"[0-9.]+", timeout) or float(timeout) >= limit:
+        out.append("%s.exec.command: --timeout=%s is not below timeoutSeconds"
+                   " %s" % (where, timeout, limit))
+
+
 def check_hpa(hpa, dep, ctx, out):
     n = name_of(hpa)
     ref = hpa["spec"].get("scaleTargetRef", {})
@@ -579,6 +686,17 @@ def check_sweeps(docs, ctx, out):
                 if f not in ctx.cli_flags:
                     out.append("%s.args: --%s is not a `bertology sweep` flag"
                                " (bertology sweep --help)" % (cn, f))
+        for f in CLIENT_AUTH_FILES:
+            if flag(argv, f):
+                secret_file(cn + ".args", "--" + f, flag(argv, f), c, pod,
+                            out)
+        if bool(flag(argv, "tls-cert")) != bool(flag(argv, "tls-key")):
+            out.append("%s.args: --tls-cert and --tls-key must be given "
+                       "together" % cn)
+        if flag(argv, "token-file") and not (flag(argv, "tls-ca") or
+                                             flag(argv, "tls-cert")):
+            out.append("%s.args: --token-file without TLS (--tls-ca): the "
+                       "token travels in plain text" % cn)
         if pod.get("restartPolicy") not in ("Never", "OnFailure"):
             out.append("%s: spec.template.spec.restartPolicy must be Never "
                        "or OnFailure" % n)
@@ -734,10 +852,36 @@ def check_together(docs, out):
                        "than the connection age is cut" % (
                            name_of(s["dep"]), grace_name, age_grace, n,
                            timeout))
+        check_client_auth(s, j, out)
         if np and not admits(np[0], {"grpc", 50051}, j["labels"]):
             out.append("%s: spec.ingress does not admit the pods of %s "
                        "(labels %s) to the grpc port" % (name_of(np[0]), n,
                                                          j["labels"]))
+
+
+def check_client_auth(s, j, out):
+    """A sweep Job presents what the server asks for (components/auth and
+    components/sweep-auth)."""
+    n, server, argv = name_of(j["job"]), name_of(s["dep"]), j["argv"]
+    tls = flag(s["args"], "tls_cert")
+    if tls and not flag(argv, "tls-ca"):
+        out.append("%s.args: no --tls-ca, but %s serves TLS (--tls_cert)" % (
+            n, server))
+    if not tls and any(flag(argv, f) for f in ("tls-ca", "tls-cert")):
+        out.append("%s.args: --tls-ca/--tls-cert, but %s serves plain text "
+                   "(no --tls_cert)" % (n, server))
+    if tls and (flag(argv, "target") or "").startswith("dns:///") and \
+            not flag(argv, "tls-server-name"):
+        out.append("%s.args: no --tls-server-name: a dns:/// target reaches "
+                   "each replica by its pod IP, which the certificate of %s "
+                   "does not carry" % (n, server))
+    if flag(s["args"], "tls_client_ca") and not (flag(argv, "tls-cert") and
+                                                 flag(argv, "tls-key")):
+        out.append("%s.args: no --tls-cert/--tls-key, but %s requires a "
+                   "client certificate (--tls_client_ca)" % (n, server))
+    if flag(s["args"], "token_file") and not flag(argv, "token-file"):
+        out.append("%s.args: no --token-file, but %s requires a bearer token "
+                   "(--token_file)" % (n, server))
 
 
 # ------------------------------------------------------------ Dockerfiles
@@ -921,17 +1065,23 @@ def render(kdir):
 
 
 def sets_of(renders):
-    """Named object sets to check: each fleet alone and with the sweep."""
-    sweep_docs = renders["sweep"] + [
-        d for d in renders["sweep-merge"] if d.get("kind") == "Job"]
+    """Named object sets to check: each fleet alone and with its sweep and
+    merge (FLEET_SWEEPS), each sweep render, each sweep with its merge."""
+    def sweep_docs(sweep, merge):
+        return renders[sweep] + [d for d in renders[merge]
+                                 if d.get("kind") == "Job"]
     out = {}
     for f in FLEETS:
+        sweep, merge = FLEET_SWEEPS.get(f, DEFAULT_SWEEPS)
         out[f] = ("fleet", f, renders[f])
-        out[f + " + sweep + sweep-merge"] = ("both", f,
-                                            renders[f] + sweep_docs)
+        out["%s + %s + %s" % (f, sweep, merge)] = (
+            "both", f, renders[f] + sweep_docs(sweep, merge))
     for sw in SWEEPS:
         out[sw] = ("sweep", None, renders[sw])
-    out["sweep + sweep-merge"] = ("sweep", None, sweep_docs)
+    for sweep, merge in dict.fromkeys([DEFAULT_SWEEPS] +
+                                      list(FLEET_SWEEPS.values())):
+        out["%s + %s" % (sweep, merge)] = ("sweep", None,
+                                           sweep_docs(sweep, merge))
     return out
 
 
@@ -992,8 +1142,12 @@ def job_c(docs, name="bertology-sweep"):
     return obj(docs, "Job", name)["spec"]["template"]["spec"]["containers"][0]
 
 
-def replace_arg(c, prefix, new):
-    c["args"] = [new if a.startswith(prefix) else a for a in c["args"]]
+def replace_arg(c, prefix, new, key="args"):
+    c[key] = [new if a.startswith(prefix) else a for a in c[key]]
+
+
+def drop_args(c, *prefixes):
+    c["args"] = [a for a in c["args"] if not a.startswith(prefixes)]
 
 
 def server_cm(docs):
@@ -1072,6 +1226,27 @@ CASES = {
         "overlays/cpu", lambda d: server_cm(d).update(
             MODELS="user=/models/user"),
         ["Deployment/bertology-server", "--model user=/models/user"]),
+    "grpc probe with TLS": (
+        "examples/cpu-auth", lambda d: server_c(d).update(
+            readinessProbe={"grpc": {"port": 50051}, "periodSeconds": 5}),
+        ["Deployment/bertology-server", "readinessProbe", "grpc probe",
+         "--tls_cert"]),
+    "unknown health flag": (
+        "examples/cpu-auth", lambda d: replace_arg(
+            server_c(d)["livenessProbe"]["exec"], "--tls-ca",
+            "--tls-ca-file=/etc/bertology/tls/ca.crt", key="command"),
+        ["Deployment/bertology-server", "livenessProbe.exec.command",
+         "--tls-ca-file"]),
+    "token Secret not mounted": (
+        "examples/cpu-auth", lambda d: server_c(d).update(volumeMounts=[
+            m for m in server_c(d)["volumeMounts"]
+            if m["mountPath"] != "/etc/bertology/tokens"]),
+        ["Deployment/bertology-server", "--token_file", "not on a mounted"]),
+    "merge without client certificate": (
+        "examples/cpu-auth + examples/sweep-auth + examples/sweep-merge-auth",
+        lambda d: drop_args(job_c(d, "bertology-sweep-merge"), "--tls-cert",
+                            "--tls-key"),
+        ["Job/bertology-sweep-merge", "--tls-cert", "--tls_client_ca"]),
 }
 
 # Dockerfile breaks: (file, old, new, substrings).

@@ -9,8 +9,10 @@
 #      alone and with the sweep Job and its merge step, and the examples),
 #      checks every object against the Kubernetes schemas
 #      (kubernetes-models, plus unknown fields), the flags against
-#      `bertology-server --helpfull` and `bertology sweep --help`
-#      ($BERTOLOGY_BIN_DIR), ports, probes, metric names, requests vs
+#      `bertology-server --helpfull`, `bertology sweep --help` and (exec
+#      probes) `bertology health --help` ($BERTOLOGY_BIN_DIR), ports,
+#      probes, TLS/token flags of servers and sweeps against each other,
+#      metric names, requests vs
 #      limits, the Dockerfiles; its self-test breaks copies on purpose and
 #      expects each break to be reported with the object and field;
 #   3. promtool checks the Prometheus config, rules and rule tests.
