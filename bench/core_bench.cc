@@ -217,6 +217,9 @@ absl::StatusOr<json> SweepBench(const Model& model) {
               {"naive_padding", naive_padding},
               {"engine_padding", PaddingFactor(rows_by_length, batch)},
               {"baseline_correct", engine[0]},
+              // Per mask (baseline first), for bench/report.py's check of
+              // the PyTorch loop (bench/pytorch_loop.py) against the engine.
+              {"correct", engine},
               {"masks_disagreeing", disagree}};
   result.update(extra);
   return result;

@@ -30,11 +30,36 @@ def load(out):
     for path in sorted(glob.glob(os.path.join(out, "core-*.json"))):
         name = os.path.basename(path)[5:-5]
         result["models"].setdefault(name, {})["core"] = json.load(open(path))
+    for path in sorted(glob.glob(os.path.join(out, "pytorch-*.json"))):
+        name = os.path.basename(path)[8:-5]
+        result["models"].setdefault(name, {})["pytorch_loop"] = json.load(open(path))
     for path in sorted(glob.glob(os.path.join(out, "grpc-*.json"))):
         m = re.match(r"grpc-(.*)-b(\d+)\.json$", os.path.basename(path))
         entry = result["models"].setdefault(m.group(1), {})
         entry.setdefault("grpc", {})["max_batch_size=" + m.group(2)] = json.load(open(path))
     return result
+
+
+def loop_agreement(s, p, heads):
+    """Masks the PyTorch loop and the engine both scored whose correct
+    counts differ, and how many they share (same examples only)."""
+    if "correct" not in s or p["examples"] != s["examples"]:
+        return None, 0
+    stride = max(1, s["masks_of"] // s["masks"]) if s["masks"] < s["masks_of"] else 1
+    shared = differ = 0
+    for i, mask_id in enumerate(p["mask_ids"]):
+        if mask_id == "baseline":
+            j = 0
+        else:
+            layer, head = map(int, mask_id[1:].split("H"))
+            k = layer * heads + head
+            if k % stride:
+                continue
+            j = k // stride + 1
+        if j < len(s["correct"]):
+            shared += 1
+            differ += s["correct"][j] != p["correct"][i]
+    return differ, shared
 
 
 def table(result):
@@ -43,6 +68,15 @@ def table(result):
         core = entry.get("core", {})
         shape = f"{core.get('layers')}x{core.get('heads')} d={core.get('hidden')}"
         s = core.get("sweep")
+        p = entry.get("pytorch_loop")
+        if s and p:
+            differ, shared = loop_agreement(s, p, core.get("heads", 1))
+            ok = ("" if differ is None else
+                  f"; correct counts agree on {shared - differ} of {shared} shared masks")
+            rows.append((name, f"HEADLINE sweep engine / plain PyTorch loop (target >= 4) "
+                               f"[HF eager BERT, head_mask, batch {p['batch']} in file order, "
+                               f"{p['threads']} threads; {p['examples']} ex x {p['masks'] + 1} masks]",
+                         f"{s['engine_rate'] / p['rate']:.2f}x ({p['rate']:.0f} vs {s['engine_rate']:.0f} (mask x ex)/s{ok})"))
         if s:
             rows.append((name, f"sweep naive loop (a) [{s['examples']} ex x {s['masks'] + 1} masks of {s['masks_of'] + 1}, "
                                f"{s['mean_tokens']:.0f} tok, batch {s['batch']}]", f"{s['naive_rate']:.0f} (mask x ex)/s"))

@@ -52,9 +52,22 @@ core() {  # NAME DIR EXAMPLES MASKS
     --examples="$3" --masks="$4" --threads="$THREADS" \
     --openblas_threads="$BLAS_THREADS" --json_out="$OUT/core-$1.json" >/dev/null
 }
+# The anchor: the plain PyTorch loop a researcher writes (HF's eager BERT,
+# head_mask, batches of 32 in file order), on the same examples, at its best
+# thread count; bench/report.py divides the engine's rate by its rate.
+pytorch_loop() {  # NAME DIR EXAMPLES MASKS
+  echo "bench: plain PyTorch loop, $1" >&2
+  "$PY" bench/pytorch_loop.py --model="$2" --data="$DATA" --examples="$3" \
+    --masks="$4" --json_out="$OUT/pytorch-$1.json"
+}
 if [[ -z ${BENCH_SKIP_CORE:-} ]]; then
   core default "$MODEL" "$TINY_EXAMPLES" 0
   core bert-base "$BASE_DIR" "$BASE_EXAMPLES" "$BASE_MASKS"
+  rm -f "$OUT"/pytorch-*.json
+  # 24 of the default model's 144 heads keep this part near a minute; the
+  # loop's cost per mask does not depend on which head it masks.
+  pytorch_loop default "$MODEL" "$TINY_EXAMPLES" "$BASE_MASKS"
+  pytorch_loop bert-base "$BASE_DIR" "$BASE_EXAMPLES" "$BASE_MASKS"
 fi
 
 free_port() {
