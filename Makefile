@@ -5,7 +5,18 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build test demo bench model card format clean \
-	check-libtorch-prefix
+	check-libtorch-prefix test-asan test-asan-quick fuzz
+
+# The sanitizer build (clang, ASan + UBSan, libFuzzer targets): one folder
+# for `make test`'s part (the asan_quick label: parser and service unit
+# tests, each fuzz target for a few seconds), `make test-asan` (every test)
+# and `make fuzz` (each target FUZZ_SECONDS, one at a time).
+ASAN_BUILD_DIR ?= build-asan
+FUZZ_SECONDS ?= 300
+ASAN_CMAKE_FLAGS ?= -DCMAKE_CXX_COMPILER=clang++-14 -DBERTOLOGY_FUZZ=ON \
+	-DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only"
+SANITIZER_ENV = env $$(cat $(abspath $(ASAN_BUILD_DIR))/sanitizer.env)
 
 all: build
 
@@ -22,6 +33,28 @@ build: deps configure
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1
+	$(MAKE) test-asan-quick
+
+$(ASAN_BUILD_DIR)/CMakeCache.txt: | deps
+	cmake -S . -B $(ASAN_BUILD_DIR) $(ASAN_CMAKE_FLAGS)
+
+# The part of `make test` under the sanitizers (about 5 minutes from clean).
+test-asan-quick: deps $(ASAN_BUILD_DIR)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS) --target bertology_asan_quick
+	cd $(ASAN_BUILD_DIR) && $(SANITIZER_ENV) \
+		ctest --output-on-failure -j 1 -L asan_quick
+
+# Every unit and integration test built and run under ASan + UBSan.
+test-asan: deps $(ASAN_BUILD_DIR)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS)
+	cd $(ASAN_BUILD_DIR) && $(SANITIZER_ENV) ctest --output-on-failure -j 1
+
+# Each fuzz target for FUZZ_SECONDS, one after the other (FUZZERS="a b"
+# picks some); findings in $(ASAN_BUILD_DIR)/fuzz/campaign-NAME/artifacts.
+fuzz: deps $(ASAN_BUILD_DIR)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS) --target bertology_fuzzers
+	$(SANITIZER_ENV) tests/fuzz/run_fuzzers.sh $(abspath $(ASAN_BUILD_DIR)) \
+		$(FUZZ_SECONDS) $(FUZZERS)
 
 demo: build
 	scripts/demo.sh $(BUILD_DIR)
@@ -64,4 +97,4 @@ format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR)

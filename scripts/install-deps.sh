@@ -54,6 +54,10 @@ TEST_PKGS=(
   python3-yaml
   # Makes the CA, server and client certificates of tests/python/test_auth.py.
   openssl
+  # The sanitizer and fuzzing build (build-asan/: make test's ASan part,
+  # make test-asan, make fuzz): clang, its ASan/UBSan/libFuzzer run-times
+  # and llvm-symbolizer for the reports' stacks.
+  clang-14 libclang-rt-14-dev llvm-14
 )
 # Installed without recommends: their recommends pull in hundreds of MB.
 NORECOMMENDS_PKGS=(prometheus chromium)

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -31,12 +32,49 @@ PickleValue PickleValue::Global(std::string qualified_name) {
   return p;
 }
 
+namespace {
+
+// Containers shared through the memo can make a graph whose full rendering
+// doubles with each level ((t, t) of (t, t) of ...): error messages show at
+// most this many values.
+constexpr int kMaxRenderedValues = 64;
+
+void Render(const PickleValue& v, int* budget, std::string* out);
+
+void RenderItems(const std::vector<PickleValue>& items, int* budget,
+                 std::string* out) {
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (k > 0) out->append(", ");
+    if (*budget <= 0) {
+      out->append("...");
+      return;
+    }
+    Render(items[k], budget, out);
+  }
+}
+
+void Render(const PickleValue& v, int* budget, std::string* out) {
+  using K = PickleValue::Kind;
+  --*budget;
+  if (v.is(K::kTuple) || v.is(K::kList)) {
+    out->append(v.is(K::kTuple) ? "(" : "[");
+    RenderItems(*v.items, budget, out);
+    out->append(v.is(K::kTuple) ? ")" : "]");
+  } else {
+    out->append(v.ScalarString());
+  }
+}
+
+}  // namespace
+
 std::string PickleValue::DebugString() const {
-  auto join = [](const std::vector<PickleValue>& v) {
-    return absl::StrJoin(v, ", ", [](std::string* out, const PickleValue& x) {
-      out->append(x.DebugString());
-    });
-  };
+  int budget = kMaxRenderedValues;
+  std::string out;
+  Render(*this, &budget, &out);
+  return out;
+}
+
+std::string PickleValue::ScalarString() const {
   switch (kind) {
     case Kind::kNone:
       return "None";
@@ -49,9 +87,9 @@ std::string PickleValue::DebugString() const {
     case Kind::kString:
       return absl::StrCat("'", str, "'");
     case Kind::kTuple:
-      return absl::StrCat("(", join(*items), ")");
+      return absl::StrCat("(", items->size(), " items)");
     case Kind::kList:
-      return absl::StrCat("[", join(*items), "]");
+      return absl::StrCat("[", items->size(), " items]");
     case Kind::kDict:
       return absl::StrCat("{", dict->size(), " items}");
     case Kind::kGlobal:
@@ -138,6 +176,10 @@ class Machine {
   }
   absl::Status SetItems(std::vector<PickleValue> kv);
   absl::Status Appends(std::vector<PickleValue> v);
+  absl::Status CheckNesting(const std::vector<PickleValue>& values,
+                            const void* into);
+  absl::Status Visit(const PickleValue& v, const void* into, int depth,
+                     std::unordered_set<const void*>* seen);
   absl::Status Step(unsigned char op, bool* stop);
   absl::Status ScalarOp(unsigned char op, bool* known);
   absl::Status ContainerOp(unsigned char op, bool* known);
@@ -152,7 +194,53 @@ class Machine {
   std::vector<PickleValue> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, PickleValue> memo_;
+  int64_t visits_left_ = kMaxPickleVisits;
 };
+
+// Where a container goes, what it holds may not reach it: the memo aliases
+// lists and dicts (as Python does), so APPEND or SETITEM through a memo'd
+// copy could make a list hold itself, a cycle of shared_ptrs that would
+// leak and make DebugString recurse forever. Nesting deeper than
+// kMaxPickleDepth is refused too (freeing it recurses once per level).
+// Shared sub-graphs are walked once per check; the walks of one pickle
+// together visit at most kMaxPickleVisits values, which state dicts (whose
+// containers hold strings, ints and tensors) never approach.
+absl::Status Machine::CheckNesting(const std::vector<PickleValue>& values,
+                                   const void* into) {
+  std::unordered_set<const void*> seen;
+  for (const PickleValue& v : values) {
+    if (auto st = Visit(v, into, 1, &seen); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Machine::Visit(const PickleValue& v, const void* into, int depth,
+                            std::unordered_set<const void*>* seen) {
+  const void* id = v.items ? static_cast<const void*>(v.items.get())
+                           : static_cast<const void*>(v.dict.get());
+  if (id == nullptr) return absl::OkStatus();  // not a container
+  if (id == into) return Error("a container would hold itself");
+  if (depth > kMaxPickleDepth) {
+    return Error(
+        absl::StrCat("containers nested deeper than ", kMaxPickleDepth));
+  }
+  if (!seen->insert(id).second) return absl::OkStatus();
+  if (--visits_left_ < 0) {
+    return Error(absl::StrCat("more than ", kMaxPickleVisits,
+                              " container visits (shared references)"));
+  }
+  if (v.items) {
+    for (const PickleValue& x : *v.items) {
+      if (auto st = Visit(x, into, depth + 1, seen); !st.ok()) return st;
+    }
+  } else {
+    for (const auto& [key, value] : *v.dict) {
+      if (auto st = Visit(key, into, depth + 1, seen); !st.ok()) return st;
+      if (auto st = Visit(value, into, depth + 1, seen); !st.ok()) return st;
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status Machine::SetItems(std::vector<PickleValue> kv) {
   PickleValue* d;
@@ -160,6 +248,7 @@ absl::Status Machine::SetItems(std::vector<PickleValue> kv) {
   if (!d->is(PickleValue::Kind::kDict) || kv.size() % 2 != 0) {
     return Error("SETITEM(S) on a non-dict or odd item count");
   }
+  if (auto st = CheckNesting(kv, d->dict.get()); !st.ok()) return st;
   for (size_t k = 0; k < kv.size(); k += 2) {
     d->dict->emplace_back(std::move(kv[k]), std::move(kv[k + 1]));
   }
@@ -170,6 +259,7 @@ absl::Status Machine::Appends(std::vector<PickleValue> v) {
   PickleValue* l;
   if (auto st = Top(&l); !st.ok()) return st;
   if (!l->is(PickleValue::Kind::kList)) return Error("APPEND(S) on a non-list");
+  if (auto st = CheckNesting(v, l->items.get()); !st.ok()) return st;
   for (auto& x : v) l->items->push_back(std::move(x));
   return absl::OkStatus();
 }
@@ -296,6 +386,7 @@ absl::Status Machine::ContainerOp(unsigned char op, bool* known) {
   std::vector<PickleValue> items;
   PickleValue a, b;
   auto push_container = [&](K kind) {
+    if (auto st = CheckNesting(items, nullptr); !st.ok()) return st;
     PickleValue v;
     v.kind = kind;
     if (kind == K::kDict) {
@@ -305,24 +396,25 @@ absl::Status Machine::ContainerOp(unsigned char op, bool* known) {
       v.items = std::make_shared<std::vector<PickleValue>>(std::move(items));
     }
     stack_.push_back(std::move(v));
+    return absl::OkStatus();
   };
   switch (op) {
     case '}':
-      push_container(K::kDict);
+      PICKLE_TRY(push_container(K::kDict));
       break;  // EMPTY_DICT
     case ']':
-      push_container(K::kList);
+      PICKLE_TRY(push_container(K::kList));
       break;  // EMPTY_LIST
     case ')':
-      push_container(K::kTuple);
+      PICKLE_TRY(push_container(K::kTuple));
       break;  // EMPTY_TUPLE
     case 't':
       PICKLE_TRY(PopMark(&items));
-      push_container(K::kTuple);
+      PICKLE_TRY(push_container(K::kTuple));
       break;
     case 'l':
       PICKLE_TRY(PopMark(&items));
-      push_container(K::kList);
+      PICKLE_TRY(push_container(K::kList));
       break;
     case 0x85:
     case 0x86:
@@ -332,12 +424,12 @@ absl::Status Machine::ContainerOp(unsigned char op, bool* known) {
       items.assign(std::make_move_iterator(stack_.end() - count),
                    std::make_move_iterator(stack_.end()));
       stack_.resize(stack_.size() - count);
-      push_container(K::kTuple);
+      PICKLE_TRY(push_container(K::kTuple));
       break;
     }
     case 'd': {  // DICT from marked key/value pairs
       PICKLE_TRY(PopMark(&items));
-      push_container(K::kDict);
+      PICKLE_TRY(push_container(K::kDict));
       PICKLE_TRY(SetItems(std::move(items)));
       break;
     }

@@ -55,9 +55,18 @@ struct PickleValue {
   static PickleValue Global(std::string qualified_name);
 
   bool is(Kind k) const { return kind == k; }
-  // Short Python-like rendering for error messages.
+  // Short Python-like rendering for error messages (at most 64 values;
+  // dicts as their size).
   std::string DebugString() const;
+  // This value alone: a container as its kind and size.
+  std::string ScalarString() const;
 };
+
+// Limits of the object graph a pickle may build (see CheckNesting in
+// pickle.cc): nesting depth, and values visited by the checks that keep
+// the graph acyclic.
+inline constexpr int kMaxPickleDepth = 256;
+inline constexpr int64_t kMaxPickleVisits = int64_t{1} << 20;
 
 // What the unpickler asks the caller. Unset hooks make the matching opcode
 // an error. A hook's error is returned as is, so it should name the file.

@@ -99,5 +99,49 @@ TEST(PickleTest, MemoSharesMutableDict) {
   EXPECT_EQ((*v->items)[0].dict, (*v->items)[1].dict);
 }
 
+// Found by pickle_fuzz (tests/fuzz/corpus/pickle_fuzz/regression-*): a list
+// appended to itself through its memo'd copy made a shared_ptr cycle (a
+// leak, and DebugString recursed forever).
+TEST(PickleTest, ContainerHoldingItselfIsRefused) {
+  // l = []; l.append(l): EMPTY_LIST BINPUT 0 BINGET 0 APPEND STOP.
+  auto list = Unpickle(
+      "\x80\x02]q\x00h\x00"
+      "a."s,
+      {}, "t.pkl");
+  EXPECT_THAT(list.status().message(), HasSubstr("would hold itself"));
+  // d = {}; d['k'] = d, and the same through a tuple: (d,) into d.
+  auto dict =
+      Unpickle("\x80\x02}q\x00X\x01\x00\x00\x00kh\x00\x85s."s, {}, "t.pkl");
+  EXPECT_THAT(dict.status().message(), HasSubstr("would hold itself"));
+}
+
+TEST(PickleTest, DeepNestingIsRefused) {
+  // ((((...)))) one EMPTY_TUPLE and TUPLE1 per level.
+  const std::string deep =
+      "\x80\x02)" + std::string(kMaxPickleDepth + 1, '\x85') + ".";
+  auto v = Unpickle(deep, {}, "t.pkl");
+  EXPECT_THAT(v.status().message(), HasSubstr("nested deeper than"));
+  const std::string ok =
+      "\x80\x02)" + std::string(kMaxPickleDepth - 2, '\x85') + ".";
+  EXPECT_TRUE(Unpickle(ok, {}, "t.pkl").ok());
+}
+
+TEST(PickleTest, DebugStringOfSharedTuplesStaysShort) {
+  // t0 = (); t(k+1) = (tk, tk) through the memo: 2^40 leaves if rendered.
+  // Each level: BINGET k BINGET k TUPLE2 BINPUT k+1 POP.
+  std::string p =
+      "\x80\x02)q\x00"
+      "0"s;
+  for (int k = 0; k < 40; ++k) {
+    const std::string memo(1, static_cast<char>(k));
+    p += "h" + memo + "h" + memo + "\x86q" +
+         std::string(1, static_cast<char>(k + 1)) + "0";
+  }
+  p += "h" + std::string(1, static_cast<char>(40)) + ".";
+  auto v = Unpickle(p, {}, "t.pkl");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_LT(v->DebugString().size(), 1000u);
+}
+
 }  // namespace
 }  // namespace bertology
