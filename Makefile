@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build test demo bench model card format clean \
-	check-libtorch-prefix test-asan test-asan-quick fuzz
+	check-libtorch-prefix soak test-asan test-asan-quick fuzz
 
 # The sanitizer build (clang, ASan + UBSan, libFuzzer targets): one folder
 # for `make test`'s part (the asan_quick label: parser and service unit
@@ -55,6 +55,19 @@ fuzz: deps $(ASAN_BUILD_DIR)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS) --target bertology_fuzzers
 	$(SANITIZER_ENV) tests/fuzz/run_fuzzers.sh $(abspath $(ASAN_BUILD_DIR)) \
 		$(FUZZ_SECONDS) $(FUZZERS)
+
+# The load and fault tests in their long form (make test runs them short):
+# tests/load/load_fault_test.cc with a soak of SOAK_S seconds and its other
+# faults (SIGTERM under load, a client gone mid-sweep, overload) once per
+# minute of it, then the stalled-replica sweep of
+# tests/lb/replica_failover_test.cc once per minute. Prints the figures.
+SOAK_S ?= 600
+SOAK_ENV = BERTOLOGY_SOAK_S=$(SOAK_S) BERTOLOGY_SOURCE_DIR=$(CURDIR) \
+	BERTOLOGY_BIN_DIR=$(abspath $(BUILD_DIR))/bin
+soak: build
+	$(SOAK_ENV) $(BUILD_DIR)/tests/load_fault_test
+	$(SOAK_ENV) $(BUILD_DIR)/tests/replica_failover_test \
+		--gtest_filter='*Stalled*'
 
 demo: build
 	scripts/demo.sh $(BUILD_DIR)

@@ -1,4 +1,5 @@
 // bertology-server: flags -> Server::Start; SIGTERM/SIGINT -> drain.
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -46,7 +47,17 @@ ABSL_FLAG(int, max_queue_delay_us, 2000,
           "Longest a queued Classify row waits for a batch to fill, in "
           "microseconds.");
 ABSL_FLAG(int, max_queued_rows, 4096,
-          "Classify rows queued per model before RESOURCE_EXHAUSTED.");
+          "Classify rows queued per model before RESOURCE_EXHAUSTED; also, "
+          "separately, the batch rows (min(--max_batch_size or the sweep's "
+          "max_batch_rows, its pairs)) of the sweeps running on a model: a "
+          "sweep that does not fit is refused at once with "
+          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, malloc_arenas, 2,
+          "glibc malloc arenas (M_ARENA_MAX). glibc's default, up to 8 per "
+          "core, lets every gRPC handler thread keep the memory it freed in "
+          "an arena of its own, so resident memory grows for minutes under "
+          "mixed load (tests/load/load_fault_test.cc, Soak); 0 keeps glibc's "
+          "default (or MALLOC_ARENA_MAX).");
 ABSL_FLAG(int, batch_workers, 1,
           "Concurrent batched forward passes per model.");
 ABSL_FLAG(int, max_seq_len, 0,
@@ -138,6 +149,9 @@ int main(int argc, char** argv) {
   std::string merged;
   std::vector<char*> args = MergeModelFlags(argc, argv, &merged);
   absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  if (const int arenas = absl::GetFlag(FLAGS_malloc_arenas); arenas > 0) {
+    mallopt(M_ARENA_MAX, arenas);
+  }
 
   bertology::ServerOptions options;
   for (const std::string& spec : absl::GetFlag(FLAGS_model)) {

@@ -14,6 +14,7 @@
 #include "server/core/model/model.h"
 #include "server/core/status_macros.h"
 #include "server/service/batcher.h"
+#include "server/service/row_budget.h"
 
 namespace bertology {
 namespace {
@@ -85,6 +86,9 @@ absl::Status ModelRegistry::Load(const ModelLoadOptions& options) {
   auto served = std::make_unique<ServedModel>();
   served->name = options.name;
   served->model = std::move(model).value();
+  served->sweep_rows =
+      std::make_unique<RowBudget>(options.max_queued_rows, "--max_queued_rows",
+                                  absl::StrCat("model ", options.name));
   const Model& loaded = *served->model;
   std::cerr << "bertology-server: " << what << ": " << loaded.architecture()
             << " (" << HeadKindName(loaded.head_kind()) << " head)\n";

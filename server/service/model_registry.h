@@ -20,6 +20,7 @@ namespace bertology {
 
 class Model;
 class Batcher;
+class RowBudget;
 
 struct ServedModel {
   ServedModel();
@@ -29,6 +30,10 @@ struct ServedModel {
   // Joins concurrent Classify rows; null for an encoder-only model (no
   // logits to batch: Classify answers FAILED_PRECONDITION before using it).
   std::unique_ptr<Batcher> batcher;
+  // The batch rows of the sweeps running on this model, at most
+  // --max_queued_rows (row_budget.h): a sweep that does not fit is refused
+  // with RESOURCE_EXHAUSTED when it starts.
+  std::unique_ptr<RowBudget> sweep_rows;
 };
 
 struct ModelLoadOptions {
@@ -39,6 +44,7 @@ struct ModelLoadOptions {
   // Batcher knobs (see server/service/batcher.h).
   int max_batch_size = 32;
   absl::Duration max_queue_delay = absl::Microseconds(2000);
+  // Classify rows queued, and separately the batch rows of running sweeps.
   int max_queued_rows = 4096;
   int batch_workers = 1;
   // Full-size forward passes run before the model is marked ready, so the

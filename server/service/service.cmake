@@ -20,3 +20,12 @@ target_link_libraries(bertology_batcher PUBLIC
 bertology_test(NAME batcher_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/batcher_test.cc
   LIBS bertology_batcher GTest::gmock)
+
+# RowBudget: sweeps admitted by their batch rows against --max_queued_rows
+# (row_budget.h). In this library because the registry that owns a budget
+# per model links it already.
+target_sources(bertology_batcher PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/row_budget.cc)
+bertology_test(NAME row_budget_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/row_budget_test.cc
+  LIBS bertology_batcher GTest::gmock TIMEOUT 60)

@@ -2,6 +2,9 @@
 // SweepExecutor does the work (baseline once, masked passes from the cached
 // unmasked prefix); this handler validates, plans, and turns its callbacks
 // into stream events with deltas against the baseline.
+#include <malloc.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,6 +25,7 @@
 #include "server/service/model_registry.h"
 #include "server/service/proto_conversion.h"
 #include "server/service/request_validation.h"
+#include "server/service/row_budget.h"
 #include "server/service/sweep_masks.h"
 
 namespace bertology {
@@ -215,6 +219,16 @@ class SweepEvents {
   absl::Time last_progress_ = absl::InfinitePast();
 };
 
+// The sweep's cache of hidden states (up to --sweep_cache_mb) has been freed
+// into malloc's arenas, where glibc keeps it (it trims only the top of the
+// main heap): hand the free pages back to the kernel, so a finished or
+// cancelled sweep does not leave the replica's resident memory at its peak.
+void ReleaseFreedMemory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace
 
 absl::Status HandleSweepAblation(const HandlerContext& ctx,
@@ -224,15 +238,22 @@ absl::Status HandleSweepAblation(const HandlerContext& ctx,
                    ctx.models->Find(request.model()));
   ASSIGN_OR_RETURN(const PlannedSweep plan,
                    PlanSweep(*ctx.limits, *served, request));
-  SweepEvents events(ctx, served->name, plan, stream);
-  events.WritePlan();
   SweepOptions options;
   options.max_batch_rows = plan.max_batch_rows > 0 ? plan.max_batch_rows
                                                    : ctx.limits->max_batch_size;
+  // Admission: the sweep holds the rows of its forward passes until it ends;
+  // over the model's budget it is refused now, before any work.
+  ASSIGN_OR_RETURN(const RowBudget::Lease rows,
+                   served->sweep_rows->Acquire(std::min<int64_t>(
+                       options.max_batch_rows, plan.total_pairs())));
+  SweepEvents events(ctx, served->name, plan, stream);
+  events.WritePlan();
   options.cache_budget_bytes = ctx.limits->sweep_cache_bytes;
   SweepExecutor executor(served->model.get(), options);
-  return events.Finish(
-      executor.Run(plan.examples, plan.masks, events.Callbacks()));
+  absl::Status status =
+      executor.Run(plan.examples, plan.masks, events.Callbacks());
+  ReleaseFreedMemory();
+  return events.Finish(std::move(status));
 }
 
 }  // namespace bertology

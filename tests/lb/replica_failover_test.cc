@@ -1,9 +1,14 @@
 // Three replicas on loopback; the scheduler shards a sweep over them (one
 // channel per replica, then one round_robin channel); one replica is
-// SIGKILLed part-way. The merged result must equal one unsharded call.
+// SIGKILLed part-way, one stopped (SIGSTOP) part-way. The merged result must
+// equal one unsharded call.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "tests/lb/replica_fleet.h"
@@ -27,6 +32,12 @@ class ReplicaFailoverTest : public ::testing::Test {
 };
 std::vector<std::unique_ptr<ServerProcess>>* ReplicaFailoverTest::replicas_ =
     nullptr;
+
+// 1 in make test; BERTOLOGY_SOAK_S / 60 in make soak.
+int LongFormRounds() {
+  const char* v = std::getenv("BERTOLOGY_SOAK_S");
+  return v != nullptr && *v != '\0' ? std::max(1, std::atoi(v) / 60) : 1;
+}
 
 client::SchedulerOptions Options() {
   client::SchedulerOptions o;
@@ -53,6 +64,72 @@ TEST_F(ReplicaFailoverTest, RoundRobinChannelMergesExactly) {
   EXPECT_EQ(CompareWithSingleCall(run->summary, *reference), "");
   // round_robin spread the shards over every replica.
   EXPECT_EQ(run->shards_by_peer.size(), 3u);
+}
+
+// A replica that stops answering without closing its connections (SIGSTOP:
+// the kernel still holds its sockets) is left behind by the shard deadline:
+// its shards time out and are retried on the others, and the result is the
+// single call's. Runs before the kill test, while all three are up.
+TEST_F(ReplicaFailoverTest, StalledReplicaIsRoutedAroundByDeadline) {
+  ASSERT_NE(replicas_, nullptr);
+  const auto examples = Examples(40);
+  auto reference = SingleCallSweep(*(*replicas_)[0], examples);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  auto targets = client::ParseTargets(TargetList(*replicas_));
+  ASSERT_TRUE(targets.ok());
+  ASSERT_EQ(targets->size(), 3u);
+  client::SchedulerOptions options = Options();
+  // A shard (2 masks x 20 examples of the golden model) takes milliseconds;
+  // 3 s leaves room for a loaded machine.
+  options.shard_timeout = absl::Seconds(3);
+  // Unstalled, for the time it takes.
+  absl::Time start = absl::Now();
+  {
+    auto executor = client::NewGrpcShardExecutor(*targets);
+    auto run = client::ScheduleSweep(Job(examples), executor.get(), options);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(CompareWithSingleCall(run->summary, *reference), "");
+  }
+  const absl::Duration unstalled = absl::Now() - start;
+  ServerProcess* victim = (*replicas_)[2].get();
+  for (int round = 0; round < LongFormRounds(); ++round) {
+    auto executor = client::NewGrpcShardExecutor(*targets);
+    std::atomic<bool> stopped{false};
+    start = absl::Now();
+    auto run = client::ScheduleSweep(
+        Job(examples), executor.get(), options,
+        [&](const client::SweepProgressSnapshot& s) {
+          if (s.shards_done >= 2 && !stopped.exchange(true)) {
+            victim->Signal(SIGSTOP);
+          }
+        });
+    const absl::Duration stalled = absl::Now() - start;
+    victim->Signal(SIGCONT);
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_TRUE(stopped.load());
+    EXPECT_EQ(CompareWithSingleCall(run->summary, *reference), "");
+    // The stalled replica's shards failed by deadline and went elsewhere.
+    EXPECT_GT(run->channels[2].failures, 0);
+    EXPECT_NE(run->channels[2].last_error.find("DEADLINE_EXCEEDED"),
+              std::string::npos)
+        << run->channels[2].last_error;
+    EXPECT_GT(run->channels[0].shards_ok + run->channels[1].shards_ok,
+              run->channels[2].shards_ok);
+    // Routed around, not waited out: a few deadlines at most (each failure
+    // rests the channel longer), far from max_attempts x shard_timeout per
+    // shard.
+    EXPECT_LT(stalled, absl::Seconds(30));
+    std::printf(
+        "stall: sweep of %d shards in %.1f s unstalled, %.1f s with replica "
+        "2 stopped (%d deadline failures there, %d retries)\n",
+        run->shards_total, absl::ToDoubleSeconds(unstalled),
+        absl::ToDoubleSeconds(stalled), run->channels[2].failures,
+        run->retries);
+    // The replica serves again once continued.
+    auto health = victim->Health();
+    ASSERT_TRUE(health.ok()) << health.status();
+    EXPECT_EQ(*health, 1);
+  }
 }
 
 TEST_F(ReplicaFailoverTest, KilledReplicaCostsTimeNotResults) {

@@ -7,6 +7,7 @@
 
 #include <regex>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/scheduler/mask_plan.h"
@@ -150,19 +151,28 @@ std::string CompareWithSingleCall(
   return diff;
 }
 
-double OkRequests(const std::string& metrics, const std::string& method) {
+double MetricValue(
+    const std::string& metrics, const std::string& name,
+    const std::vector<std::pair<std::string, std::string>>& labels) {
   double total = 0;
-  const std::regex line("bertology_requests_total\\{([^}]*)\\} ([0-9.e+]+)");
+  const std::regex line("(^|\\n)" + name +
+                        "(\\{([^}]*)\\})? ([-0-9.e+]+|NaN|[+-]Inf)");
   for (auto it = std::sregex_iterator(metrics.begin(), metrics.end(), line);
        it != std::sregex_iterator(); ++it) {
-    const std::string labels = (*it)[1];
-    if (labels.find(absl::StrCat("method=\"", method, "\"")) !=
-            std::string::npos &&
-        labels.find("code=\"OK\"") != std::string::npos) {
-      total += std::stod((*it)[2]);
+    const std::string have = (*it)[3];
+    bool match = true;
+    for (const auto& [key, value] : labels) {
+      match = match &&
+              absl::StrContains(have, absl::StrCat(key, "=\"", value, "\""));
     }
+    if (match) total += std::stod((*it)[4]);
   }
   return total;
+}
+
+double OkRequests(const std::string& metrics, const std::string& method) {
+  return MetricValue(metrics, "bertology_requests_total",
+                     {{"method", method}, {"code", "OK"}});
 }
 
 }  // namespace testing

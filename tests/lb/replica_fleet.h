@@ -50,6 +50,12 @@ std::string CompareWithSingleCall(
     const client::SweepSummary& merged,
     const std::map<std::string, Reference>& reference);
 
+// The sum of the samples of metric `name` whose labels include every one of
+// `labels` (name="value" pairs) in a Prometheus text scrape; 0 if none.
+double MetricValue(
+    const std::string& metrics, const std::string& name,
+    const std::vector<std::pair<std::string, std::string>>& labels = {});
+
 // The value of bertology_requests_total{method=M, code="OK"} (0 if absent).
 double OkRequests(const std::string& metrics, const std::string& method);
 
