@@ -187,7 +187,9 @@ absl::StatusOr<TokenizerOptions> ReadTokenizerConfig(const std::string& path) {
   json config;
   try {
     config = json::parse(buf.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number too large for a double
+    // ("1e999999") is out_of_range (406), thrown by the same parse.
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": malformed JSON: ", e.what()));
   }

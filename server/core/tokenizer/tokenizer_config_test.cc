@@ -113,6 +113,10 @@ TEST_F(TokenizerConfigTest, MalformedJsonNamesTheFile) {
   ExpectInvalid(R"({"do_lower_case": tru})", "malformed JSON");
   ExpectInvalid("", "malformed JSON");
   ExpectInvalid("[true]", "JSON object");
+  // Found by tokenizer_config_fuzz (corpus regression-number-overflow):
+  // nlohmann throws out_of_range, not parse_error, for a number past a
+  // double's range, and it escaped ReadTokenizerConfig (std::terminate).
+  ExpectInvalid(R"({"model_max_length": 111111e111111})", "malformed JSON");
 }
 
 TEST_F(TokenizerConfigTest, WrongTypesNameTheField) {
