@@ -404,9 +404,16 @@ TEST(LoadFaultTest, Soak) {
   };
   const double after_warmup = median(warm_s, warm_s + 5);
   const double at_end = median(seconds - 5, seconds + 60);
-  double peak_after = 0;
+  // The highest sample after warm-up (printed), and the highest median of
+  // a 5 s window after it (checked: a single sample is high whenever a
+  // sweep and a batch of long inputs meet).
+  double peak_after = 0, highest_window = 0;
   for (const auto& [t, mib] : rss) {
-    if (t >= warm_s) peak_after = std::max(peak_after, mib);
+    if (t < warm_s) continue;
+    peak_after = std::max(peak_after, mib);
+    if (t + 5 <= seconds) {  // full windows only
+      highest_window = std::max(highest_window, median(t, t + 5));
+    }
   }
   std::printf(
       "soak: %.0f s, concurrency %d, %d calls (%d ok, %d deliberate bad, %d "
@@ -421,8 +428,10 @@ TEST(LoadFaultTest, Soak) {
   }
   std::printf(
       "soak: RSS %.1f MiB at the start, %.1f MiB after warm-up (%.0f s), "
-      "peak after it %.1f MiB, %.1f MiB at the end\n",
-      rss.front().second, after_warmup, warm_s, peak_after, at_end);
+      "peak after it %.1f MiB (highest 5 s median %.1f MiB), %.1f MiB at the "
+      "end\n",
+      rss.front().second, after_warmup, warm_s, peak_after, highest_window,
+      at_end);
 
   for (const auto& u : tally.unexpected) ADD_FAILURE() << u;
   EXPECT_EQ(tally.deliberate_right, tally.deliberate);
@@ -433,17 +442,20 @@ TEST(LoadFaultTest, Soak) {
     EXPECT_GE(tally.latency[m].size(), 5u) << m;
   }
   // p99 bounds: alone these calls take milliseconds (Classify, GetAttention)
-  // and under a second (a sweep of <= 16 x 9 pairs); the bounds leave room
+  // and under a second (a sweep of <= 8 x 5 pairs); the bounds leave room
   // for a loaded 2-core machine, not for a queue that grows or a call that
   // hangs.
-  EXPECT_LT(Percentile(tally.latency["Classify"], 0.99), 5000);
+  // Classify waits for batches of up to 32 rows of 64 tokens (about 0.3 s
+  // each here, 2.6 s at p99 seen with the other tests' builds running).
+  EXPECT_LT(Percentile(tally.latency["Classify"], 0.99), 8000);
   EXPECT_LT(Percentile(tally.latency["GetAttention"], 0.99), 3000);
   EXPECT_LT(Percentile(tally.latency["SweepAblation"], 0.99), 15000);
-  // Flat after warm-up: a leak of a few KiB per call would pass this in a
-  // 20 s run but not in a long one; a leak per sweep or per batch shape
-  // shows in either.
+  // Flat after warm-up: a leak of a few KiB per call would pass this in the
+  // 30 s run but not in a long one; a leak per sweep or per batch shape
+  // shows in either. (Before --malloc_arenas, with glibc's default arenas,
+  // RSS kept growing: 60-80 MiB after warm-up in runs of 20 s and 90 s.)
   EXPECT_LT(at_end - after_warmup, 24.0);
-  EXPECT_LT(peak_after - after_warmup, 64.0);
+  EXPECT_LT(highest_window - after_warmup, 32.0);
   server->Signal(SIGTERM);
   auto exit = server->WaitExit(absl::Seconds(30));
   ASSERT_TRUE(exit.ok()) << exit.status();
@@ -613,6 +625,11 @@ TEST(LoadFaultTest, ClientDisconnectMidSweep) {
   for (int round = 0; round < Rounds(60); ++round) {
     absl::SleepFor(absl::Milliseconds(500));
     const double rss_before = RssMiB(*server);
+    const double done_before =
+        Metric(*server, "bertology_sweep_pairs_done_total");
+    const double abandoned_before =
+        Metric(*server, "bertology_sweep_pairs_abandoned_total",
+               {{"reason", "cancelled"}});
     const double cancelled_before =
         Metric(*server, "bertology_requests_total",
                {{"method", "SweepAblation"}, {"code", "CANCELLED"}});
@@ -661,9 +678,13 @@ TEST(LoadFaultTest, ClientDisconnectMidSweep) {
     EXPECT_EQ(cancelled, cancelled_before + 1);
     const double abandoned =
         Metric(*server, "bertology_sweep_pairs_abandoned_total",
-               {{"reason", "cancelled"}});
-    // Most of the sweep was never scored.
-    EXPECT_GT(abandoned, 0.5 * (kLayers * kHeads + 2) * examples.size());
+               {{"reason", "cancelled"}}) -
+        abandoned_before;
+    // Every planned pair (baseline, 1 random mask, 144 single heads) is
+    // either scored or abandoned as cancelled, most of them abandoned.
+    const double planned = (kLayers * kHeads + 2) * examples.size();
+    EXPECT_EQ(done_after - done_before + abandoned, planned);
+    EXPECT_GT(abandoned, 0.5 * planned);
     // The cache is given back: RSS returns to within a quarter of the rise.
     double rss_after = RssMiB(*server);
     while (absl::Now() < cancelled_at + absl::Seconds(10) &&
@@ -677,8 +698,9 @@ TEST(LoadFaultTest, ClientDisconnectMidSweep) {
         "bertology_requests_total{SweepAblation,CANCELLED} %.0f -> %.0f, "
         "abandoned{cancelled} %.0f; RSS %.1f MiB before, %.1f peak, %.1f "
         "after\n",
-        done_at_cancel, done_after, stopped_s, cancelled_before, cancelled,
-        abandoned, rss_before, rss_peak, rss_after);
+        done_at_cancel - done_before, done_after - done_before, stopped_s,
+        cancelled_before, cancelled, abandoned, rss_before, rss_peak,
+        rss_after);
     EXPECT_GT(rss_peak, rss_before + 64);
     EXPECT_LT(rss_after, rss_before + 0.25 * (rss_peak - rss_before));
   }
