@@ -8,7 +8,10 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/lb/replica_fleet.h"
@@ -29,6 +32,25 @@ class ReplicaFailoverTest : public ::testing::Test {
     replicas_ = nullptr;
   }
   static std::vector<std::unique_ptr<ServerProcess>>* replicas_;
+
+  // 40 examples, the single-call reference from replica 0 and one channel
+  // per replica.
+  struct PerReplicaSweep {
+    std::vector<v1::LabeledExample> examples;
+    std::map<std::string, Reference> reference;
+    std::vector<client::ChannelTarget> targets;
+  };
+  static void SetUpPerReplicaSweep(PerReplicaSweep* sweep) {
+    ASSERT_NE(replicas_, nullptr);
+    sweep->examples = Examples(40);
+    auto reference = SingleCallSweep(*(*replicas_)[0], sweep->examples);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    sweep->reference = *std::move(reference);
+    auto targets = client::ParseTargets(TargetList(*replicas_));
+    ASSERT_TRUE(targets.ok());
+    ASSERT_EQ(targets->size(), 3u);
+    sweep->targets = *std::move(targets);
+  }
 };
 std::vector<std::unique_ptr<ServerProcess>>* ReplicaFailoverTest::replicas_ =
     nullptr;
@@ -71,13 +93,11 @@ TEST_F(ReplicaFailoverTest, RoundRobinChannelMergesExactly) {
 // its shards time out and are retried on the others, and the result is the
 // single call's. Runs before the kill test, while all three are up.
 TEST_F(ReplicaFailoverTest, StalledReplicaIsRoutedAroundByDeadline) {
-  ASSERT_NE(replicas_, nullptr);
-  const auto examples = Examples(40);
-  auto reference = SingleCallSweep(*(*replicas_)[0], examples);
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  auto targets = client::ParseTargets(TargetList(*replicas_));
-  ASSERT_TRUE(targets.ok());
-  ASSERT_EQ(targets->size(), 3u);
+  PerReplicaSweep sweep;
+  ASSERT_NO_FATAL_FAILURE(SetUpPerReplicaSweep(&sweep));
+  const auto& examples = sweep.examples;
+  const auto* reference = &sweep.reference;
+  const auto* targets = &sweep.targets;
   client::SchedulerOptions options = Options();
   // A shard (2 masks x 20 examples of the golden model) takes milliseconds;
   // 3 s leaves room for a loaded machine.
@@ -133,13 +153,11 @@ TEST_F(ReplicaFailoverTest, StalledReplicaIsRoutedAroundByDeadline) {
 }
 
 TEST_F(ReplicaFailoverTest, KilledReplicaCostsTimeNotResults) {
-  ASSERT_NE(replicas_, nullptr);
-  const auto examples = Examples(40);
-  auto reference = SingleCallSweep(*(*replicas_)[0], examples);
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  auto targets = client::ParseTargets(TargetList(*replicas_));
-  ASSERT_TRUE(targets.ok());
-  ASSERT_EQ(targets->size(), 3u);
+  PerReplicaSweep sweep;
+  ASSERT_NO_FATAL_FAILURE(SetUpPerReplicaSweep(&sweep));
+  const auto& examples = sweep.examples;
+  const auto* reference = &sweep.reference;
+  const auto* targets = &sweep.targets;
   auto executor = client::NewGrpcShardExecutor(*targets);
   ServerProcess* victim = (*replicas_)[1].get();
   std::atomic<bool> killed{false};
