@@ -37,6 +37,9 @@ ABSL_FLAG(int, masks, 0,
 ABSL_FLAG(int, batch, 32, "Rows per forward pass, naive loop and engine.");
 ABSL_FLAG(int, engine_batch, 0,
           "Also time the engine at this max_batch_rows (0: skip).");
+ABSL_FLAG(int, workers, 0,
+          "The engine's SweepOptions::workers (0: AutoSweepWorkers, as the "
+          "server). When that is not 1 the engine is also timed at 1.");
 ABSL_FLAG(int, max_seq_len, 128, "Tokens per example at most.");
 ABSL_FLAG(int, threads, 0, "libtorch intra-op threads (0: default).");
 ABSL_FLAG(int, openblas_threads, 0, "OpenBLAS pool size (0: leave).");
@@ -145,9 +148,13 @@ absl::StatusOr<json> SweepBench(const Model& model) {
   callbacks.on_result = [&](const MaskResult& r) {
     engine[r.mask_index + 1] = r.correct;
   };
-  auto run_engine = [&](int rows) -> absl::StatusOr<double> {
+  const int workers = absl::GetFlag(FLAGS_workers) > 0
+                          ? absl::GetFlag(FLAGS_workers)
+                          : AutoSweepWorkers(model);
+  auto run_engine = [&](int rows, int run_workers) -> absl::StatusOr<double> {
     SweepOptions options;
     options.max_batch_rows = rows;
+    options.workers = run_workers;
     SweepExecutor executor(&model, options);
     const double start = Now();
     if (absl::Status s = executor.Run(*examples, masks, callbacks); !s.ok()) {
@@ -155,7 +162,7 @@ absl::StatusOr<json> SweepBench(const Model& model) {
     }
     return Now() - start;
   };
-  auto engine_s = run_engine(batch);
+  auto engine_s = run_engine(batch, workers);
   if (!engine_s.ok()) return engine_s.status();
   int disagree = 0;
   for (size_t m = 0; m < engine.size(); ++m) {
@@ -199,9 +206,17 @@ absl::StatusOr<json> SweepBench(const Model& model) {
   naive_layers += c.num_hidden_layers;
   json extra = json::object();
   if (const int rows = absl::GetFlag(FLAGS_engine_batch); rows > 0) {
-    auto wide_s = run_engine(rows);
+    auto wide_s = run_engine(rows, workers);
     if (!wide_s.ok()) return wide_s.status();
-    extra = {{"engine_batch", rows}, {"engine_wide_rate", units / *wide_s}};
+    extra["engine_batch"] = rows;
+    extra["engine_wide_rate"] = units / *wide_s;
+  }
+  // The parallel workers' share: the same engine on one worker thread (the
+  // process's thread settings), in the same run.
+  if (workers != 1) {
+    auto one_s = run_engine(batch, 1);
+    if (!one_s.ok()) return one_s.status();
+    extra["engine_one_worker_rate"] = units / *one_s;
   }
   json result{{"examples", examples->size()},
               {"mean_tokens", static_cast<double>(tokens) / examples->size()},
@@ -212,6 +227,7 @@ absl::StatusOr<json> SweepBench(const Model& model) {
               {"naive_rate", units / naive_s},
               {"engine_s", *engine_s},
               {"engine_rate", units / *engine_s},
+              {"engine_workers", workers},
               {"ratio", naive_s / *engine_s},
               {"prefix_reuse_bound", naive_layers / engine_layers},
               {"naive_padding", naive_padding},

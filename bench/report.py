@@ -80,7 +80,13 @@ def table(result):
         if s:
             rows.append((name, f"sweep naive loop (a) [{s['examples']} ex x {s['masks'] + 1} masks of {s['masks_of'] + 1}, "
                                f"{s['mean_tokens']:.0f} tok, batch {s['batch']}]", f"{s['naive_rate']:.0f} (mask x ex)/s"))
-            rows.append((name, "sweep engine (b)", f"{s['engine_rate']:.0f} (mask x ex)/s"))
+            rows.append((name, f"sweep engine (b) [{s.get('engine_workers', 1)} worker thread(s)]",
+                         f"{s['engine_rate']:.0f} (mask x ex)/s"))
+            if "engine_one_worker_rate" in s:
+                one = s["engine_one_worker_rate"]
+                rows.append((name, "  the same engine on 1 worker (parallel workers' share)",
+                             f"{one:.0f} (mask x ex)/s; workers give {s['engine_rate'] / one:.2f}x"
+                             + (f"; 1 worker / PyTorch loop {one / p['rate']:.2f}x" if p else "")))
             if "engine_wide_rate" in s:
                 rows.append((name, f"sweep engine, max_batch_rows={s['engine_batch']}",
                              f"{s['engine_wide_rate']:.0f} (mask x ex)/s = {s['engine_wide_rate'] / s['naive_rate']:.2f}x (a)"))

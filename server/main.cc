@@ -46,12 +46,14 @@ ABSL_FLAG(int, max_batch_size, 32,
 ABSL_FLAG(int, max_queue_delay_us, 2000,
           "Longest a queued Classify row waits for a batch to fill, in "
           "microseconds.");
-ABSL_FLAG(int, max_queued_rows, 4096,
-          "Classify rows queued per model before RESOURCE_EXHAUSTED; also, "
-          "separately, the batch rows (min(--max_batch_size or the sweep's "
-          "max_batch_rows, its pairs)) of the sweeps running on a model: a "
-          "sweep that does not fit is refused at once with "
-          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(
+    int, max_queued_rows, 4096,
+    "Classify rows queued per model before RESOURCE_EXHAUSTED; also, "
+    "separately, the batch rows (min(--sweep_workers x (--max_batch_size or "
+    "the "
+    "sweep's max_batch_rows), its pairs)) of the sweeps running on a model: a "
+    "sweep that does not fit is refused at once with "
+    "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, malloc_arenas, 2,
           "glibc malloc arenas (M_ARENA_MAX). glibc's default, up to 8 per "
           "core, lets every gRPC handler thread keep the memory it freed in "
@@ -60,6 +62,13 @@ ABSL_FLAG(int, malloc_arenas, 2,
           "default (or MALLOC_ARENA_MAX).");
 ABSL_FLAG(int, batch_workers, 1,
           "Concurrent batched forward passes per model.");
+ABSL_FLAG(int, sweep_workers, 0,
+          "Threads each SweepAblation runs its forward passes on, each with "
+          "one libtorch and one OpenBLAS thread (OpenBLAS stays at one "
+          "thread while such a sweep runs). Results do not depend on it. "
+          "0: one per core on CPU, 1 on a GPU (measured: bench/RESULTS.md). "
+          "A sweep counts workers x its batch rows against "
+          "--max_queued_rows.");
 ABSL_FLAG(int, max_seq_len, 0,
           "Tokens per input, special tokens included; longer inputs are "
           "truncated longest-first. 0: the model's max_position_embeddings.");
@@ -174,6 +183,7 @@ int main(int argc, char** argv) {
       absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   options.max_queued_rows = absl::GetFlag(FLAGS_max_queued_rows);
   options.batch_workers = absl::GetFlag(FLAGS_batch_workers);
+  options.sweep_workers = absl::GetFlag(FLAGS_sweep_workers);
   options.warmup_passes = absl::GetFlag(FLAGS_warmup_passes);
   options.max_connection_age =
       absl::Seconds(absl::GetFlag(FLAGS_max_connection_age_s));

@@ -13,6 +13,7 @@
 #include "common/head_mask.h"
 #include "server/core/model/model.h"
 #include "server/core/status_macros.h"
+#include "server/core/sweep/sweep.h"
 #include "server/service/batcher.h"
 #include "server/service/row_budget.h"
 
@@ -90,8 +91,11 @@ absl::Status ModelRegistry::Load(const ModelLoadOptions& options) {
       std::make_unique<RowBudget>(options.max_queued_rows, "--max_queued_rows",
                                   absl::StrCat("model ", options.name));
   const Model& loaded = *served->model;
+  served->sweep_workers = options.sweep_workers > 0 ? options.sweep_workers
+                                                    : AutoSweepWorkers(loaded);
   std::cerr << "bertology-server: " << what << ": " << loaded.architecture()
-            << " (" << HeadKindName(loaded.head_kind()) << " head)\n";
+            << " (" << HeadKindName(loaded.head_kind()) << " head); sweeps on "
+            << served->sweep_workers << " worker thread(s)\n";
   if (!loaded.unused_keys().empty()) {
     std::cerr << "bertology-server: " << what << ": skipped "
               << loaded.unused_keys().size()

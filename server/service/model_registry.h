@@ -34,6 +34,9 @@ struct ServedModel {
   // --max_queued_rows (row_budget.h): a sweep that does not fit is refused
   // with RESOURCE_EXHAUSTED when it starts.
   std::unique_ptr<RowBudget> sweep_rows;
+  // Threads each SweepAblation call runs its forward passes on
+  // (SweepOptions::workers): --sweep_workers, or AutoSweepWorkers.
+  int sweep_workers = 1;
 };
 
 struct ModelLoadOptions {
@@ -47,6 +50,8 @@ struct ModelLoadOptions {
   // Classify rows queued, and separately the batch rows of running sweeps.
   int max_queued_rows = 4096;
   int batch_workers = 1;
+  // SweepOptions::workers of each sweep; 0: AutoSweepWorkers(model).
+  int sweep_workers = 0;
   // Full-size forward passes run before the model is marked ready, so the
   // first real request does not pay for allocation and kernel set-up.
   int warmup_passes = 3;

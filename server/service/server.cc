@@ -176,6 +176,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     load.max_queue_delay = o.max_queue_delay;
     load.max_queued_rows = o.max_queued_rows;
     load.batch_workers = o.batch_workers;
+    load.sweep_workers = o.sweep_workers;
     load.warmup_passes = o.warmup_passes;
     load.on_batch = [metrics](int rows,
                               const std::vector<absl::Duration>& waits) {

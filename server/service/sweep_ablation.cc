@@ -241,11 +241,14 @@ absl::Status HandleSweepAblation(const HandlerContext& ctx,
   SweepOptions options;
   options.max_batch_rows = plan.max_batch_rows > 0 ? plan.max_batch_rows
                                                    : ctx.limits->max_batch_size;
-  // Admission: the sweep holds the rows of its forward passes until it ends;
-  // over the model's budget it is refused now, before any work.
+  options.workers = served->sweep_workers;
+  // Admission: the sweep holds the rows of its forward passes (one batch
+  // per worker) until it ends; over the model's budget it is refused now,
+  // before any work.
   ASSIGN_OR_RETURN(const RowBudget::Lease rows,
                    served->sweep_rows->Acquire(std::min<int64_t>(
-                       options.max_batch_rows, plan.total_pairs())));
+                       int64_t{options.workers} * options.max_batch_rows,
+                       plan.total_pairs())));
   SweepEvents events(ctx, served->name, plan, stream);
   events.WritePlan();
   options.cache_budget_bytes = ctx.limits->sweep_cache_bytes;

@@ -398,6 +398,58 @@ TEST_F(ServiceTest, SweepAblation) {
   EXPECT_NEAR(two.accuracy_delta(), two.accuracy() - baseline.accuracy(), 1e-9);
 }
 
+// --sweep_workers: this suite's server runs sweeps on its default (one
+// worker per core, each on one thread); a server on one worker and one
+// OpenBLAS thread computes the same batches in the same order, so every
+// figure agrees to the bit.
+TEST_F(ServiceTest, SweepWorkersDoNotChangeResults) {
+  EXPECT_NE(server_->Log().find("worker thread(s)"), std::string::npos);
+  auto serial = ServerProcess::Start(
+      {"--model=tiny=" + GoldenModelDir(), "--threads=1", "--blas_threads=1",
+       "--sweep_workers=1", "--max_batch_size=8", "--warmup_passes=1"});
+  ASSERT_TRUE(serial.ok()) << serial.status();
+  ASSERT_TRUE((*serial)->WaitServing().ok()) << (*serial)->Log();
+  EXPECT_NE((*serial)->Log().find("sweeps on 1 worker thread(s)"),
+            std::string::npos)
+      << (*serial)->Log();
+  v1::SweepAblationRequest request;
+  request.set_model("tiny");
+  for (size_t i = 0; i < Texts().size(); ++i) {
+    auto* e = request.add_examples();
+    e->mutable_input()->set_text_a(Texts()[i]);
+    e->set_label(static_cast<int>(i % 3));
+  }
+  request.add_masks()->mutable_all_single_heads();
+  request.add_masks()->mutable_all_layers();
+  request.mutable_options()->set_max_batch_rows(4);  // many batches
+  auto collect = [&](v1::Bertology::Stub* stub) {
+    std::map<std::string, v1::MaskResult> results;
+    grpc::ClientContext context;
+    auto reader = stub->SweepAblation(&context, request);
+    v1::SweepAblationResponse event;
+    while (reader->Read(&event)) {
+      if (event.has_result())
+        results[event.result().mask_id()] = event.result();
+      if (event.has_baseline()) results["baseline"] = event.baseline();
+    }
+    EXPECT_TRUE(reader->Finish().ok());
+    return results;
+  };
+  const auto parallel = collect(stub_.get());
+  const auto one = collect((*serial)->NewStub().get());
+  ASSERT_EQ(parallel.size(),
+            static_cast<size_t>(kLayers * kHeads + kLayers + 1));
+  ASSERT_EQ(one.size(), parallel.size());
+  int changed = 0;
+  for (const auto& [id, r] : one) {
+    ASSERT_TRUE(parallel.count(id)) << id;
+    EXPECT_EQ(parallel.at(id).correct(), r.correct()) << id;
+    EXPECT_EQ(parallel.at(id).loss_sum(), r.loss_sum()) << id;
+    changed += r.loss_sum() != one.at("baseline").loss_sum() ? 1 : 0;
+  }
+  EXPECT_GT(changed, kLayers * kHeads / 2);  // the masks do something
+}
+
 // A bad request gets `code` with `text` in the message.
 struct BadCase {
   std::string name;

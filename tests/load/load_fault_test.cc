@@ -709,8 +709,9 @@ TEST(LoadFaultTest, ClientDisconnectMidSweep) {
 // ----------------------------------------------------------------- overload
 
 TEST(LoadFaultTest, OverloadedSweepsAreRefusedAtOnce) {
-  // Two sweeps of 16 batch rows fill a budget of 32 rows.
-  auto server = StartServer({"--max_queued_rows=32", "--max_batch_size=16"});
+  // Two sweeps of 16 batch rows (one worker each) fill a budget of 32.
+  auto server = StartServer(
+      {"--max_queued_rows=32", "--max_batch_size=16", "--sweep_workers=1"});
   ASSERT_NE(server, nullptr);
   std::mt19937 rng(5);
   const std::vector<v1::LabeledExample> long_examples =

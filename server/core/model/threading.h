@@ -24,6 +24,27 @@ struct ThreadSettings {
 ThreadSettings ConfigureThreads(int intra_op, int blas_threads,
                                 int inter_op = 0);
 
+// For a worker thread of a parallel run (e.g. the sweep's): makes libtorch's
+// intra-op work started from *this* thread single-threaded, leaving every
+// other thread as it was (OpenMP keeps the pool width per calling thread).
+void UseOneIntraOpThreadOnThisThread();
+
+// While at least one instance lives, OpenBLAS runs every GEMM on the thread
+// that calls it (pool size 1); when the last one is destroyed the size in
+// effect before the first is restored. OpenBLAS has one process-wide pool
+// whose calls from several threads at once serialise on a lock, so workers
+// that run GEMMs side by side need it single-threaded. Other callers (e.g.
+// Classify beside a parallel sweep) run single-threaded meanwhile; the
+// sweep's workers already use the cores. Thread-safe; no-op when the BLAS
+// is not OpenBLAS.
+class SingleThreadedBlasScope {
+ public:
+  SingleThreadedBlasScope();
+  ~SingleThreadedBlasScope();
+  SingleThreadedBlasScope(const SingleThreadedBlasScope&) = delete;
+  SingleThreadedBlasScope& operator=(const SingleThreadedBlasScope&) = delete;
+};
+
 }  // namespace bertology
 
 #endif  // BERTOLOGY_CORE_THREADING_H_

@@ -8,13 +8,17 @@
 #include <exception>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/core/model/model_tensors.h"
+#include "server/core/model/threading.h"
 #include "server/core/status_macros.h"
+#include "server/core/sweep/ordered_parallel.h"
 
 namespace bertology {
 namespace {
@@ -78,6 +82,9 @@ class SweepRun {
   absl::Status Run() {
     RETURN_IF_ERROR(Validate());
     Plan();
+    // Workers share the cores: each GEMM on the thread that calls it.
+    std::optional<SingleThreadedBlasScope> one_blas_thread;
+    if (options_.workers > 1) one_blas_thread.emplace();
     const int n = static_cast<int>(examples_.size());
     if (n == 0) {
       DeliverBaseline();  // and the masks that affect no layer
@@ -107,6 +114,10 @@ class SweepRun {
     if (options_.max_batch_rows < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           "max_batch_rows=", options_.max_batch_rows, " must be >= 1"));
+    }
+    if (options_.workers < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("workers=", options_.workers, " must be >= 1"));
     }
     RETURN_IF_ERROR(CheckSweepExamples(model_, examples_));
     for (size_t i = 0; i < masks_.size(); ++i) {
@@ -154,86 +165,135 @@ class SweepRun {
            model_.config().hidden_size * element_bytes_;
   }
 
+  // One chunk in two phases, each a list of batches run by RunJobs: the
+  // baseline (which fills the chunk's cache), then every mask batch. Batches
+  // and the order their scores are added in are those of a serial run
+  // whatever options_.workers is, so results do not depend on it.
   absl::Status RunChunk(int begin, int end) {
     // cache[i - begin][slot]: [T_i, D] input hidden state of example
     // order_[i] at layer capture_layers_[slot] (a view into its batch).
     std::vector<std::vector<torch::Tensor>> cache(
         end - begin, std::vector<torch::Tensor>(capture_layers_.size()));
     const int max_rows = options_.max_batch_rows;
+    std::vector<std::vector<Row>> base_batches;
     for (int b = begin; b < end; b += max_rows) {
-      std::vector<Row> rows;
+      std::vector<Row>& rows = base_batches.emplace_back();
       for (int i = b; i < std::min(end, b + max_rows); ++i) {
         rows.push_back({-1, order_[i]});
       }
+    }
+    std::vector<TensorOutput> base_out(base_batches.size());
+    OrderedParallelFns base;
+    base.compute = [&](int j) -> absl::Status {
       ForwardOptions fo;
       fo.capture_hidden = capture_layers_;
-      ASSIGN_OR_RETURN(TensorOutput out, Forward(rows, fo));
+      ASSIGN_OR_RETURN(base_out[j], Forward(base_batches[j], fo));
+      return absl::OkStatus();
+    };
+    base.commit = [&](int j) -> absl::Status {
+      const std::vector<Row>& rows = base_batches[j];
+      const int first = j * max_rows;  // chunk position of rows[0]
       for (size_t slot = 0; slot < capture_layers_.size(); ++slot) {
-        const torch::Tensor& hidden = out.hidden.at(capture_layers_[slot]);
+        const torch::Tensor& hidden =
+            base_out[j].hidden.at(capture_layers_[slot]);
         for (size_t r = 0; r < rows.size(); ++r) {
-          cache[b - begin + r][slot] =
+          cache[first + r][slot] =
               hidden[r].narrow(0, 0, Length(rows[r].example));
         }
       }
-      RETURN_IF_ERROR(Score(out.logits, rows));
+      RETURN_IF_ERROR(Score(base_out[j].logits, rows));
+      base_out[j] = TensorOutput();  // the cache keeps what it needs
       Progress(static_cast<int64_t>(rows.size()) *
                (1 + static_cast<int64_t>(identity_masks_.size())));
-    }
+      return absl::OkStatus();
+    };
+    RETURN_IF_ERROR(RunJobs(static_cast<int>(base_batches.size()), base));
+
     std::vector<int> cache_index(examples_.size(), -1);
     for (int i = begin; i < end; ++i) cache_index[order_[i]] = i - begin;
     // Masks of a start layer run a few at a time, so that results stream
     // out steadily instead of all at the end of the chunk: a caller whose
     // call is cut part-way keeps them and resends only the rest. About
     // kBatchesPerMaskGroup full batches per group keeps the one partial
-    // batch at a group's end a small cost.
+    // batch at a group's end a small cost. Within a group, rows are ordered
+    // by (example length, example, mask): consecutive rows share a length,
+    // and usually an example.
+    struct MaskBatch {
+      int start;
+      std::vector<Row> rows;
+    };
+    std::vector<MaskBatch> batches;
     const int per_group =
         std::max(1, kBatchesPerMaskGroup * max_rows / std::max(1, end - begin));
     for (const auto& [start, group] : groups_) {
       for (size_t g = 0; g < group.size(); g += per_group) {
-        const std::vector<int> masks(
-            group.begin() + g,
-            group.begin() + std::min(group.size(), g + per_group));
-        RETURN_IF_ERROR(
-            RunMaskGroup(start, masks, begin, end, cache_index, cache));
+        const size_t g_end = std::min(group.size(), g + per_group);
+        std::vector<Row> pending;
+        pending.reserve(static_cast<size_t>(end - begin) * (g_end - g));
+        for (int i = begin; i < end; ++i) {
+          for (size_t k = g; k < g_end; ++k) {
+            pending.push_back({group[k], order_[i]});
+          }
+        }
+        for (size_t b = 0; b < pending.size(); b += max_rows) {
+          batches.push_back(
+              {start,
+               std::vector<Row>(
+                   pending.begin() + b,
+                   pending.begin() + std::min(pending.size(), b + max_rows))});
+        }
       }
     }
-    return absl::OkStatus();
-  }
-
-  // Scores `masks` (all starting at layer `start`) on examples
-  // order_[begin, end), from the chunk's cached hidden states.
-  absl::Status RunMaskGroup(
-      int start, const std::vector<int>& masks, int begin, int end,
-      const std::vector<int>& cache_index,
-      const std::vector<std::vector<torch::Tensor>>& cache) {
-    const int max_rows = options_.max_batch_rows;
-    // Rows ordered by (example length, example, mask): consecutive rows
-    // share a length, and usually an example.
-    std::vector<Row> pending;
-    pending.reserve(static_cast<size_t>(end - begin) * masks.size());
-    for (int i = begin; i < end; ++i) {
-      for (int m : masks) pending.push_back({m, order_[i]});
-    }
-    for (size_t b = 0; b < pending.size(); b += max_rows) {
-      std::vector<Row> rows(
-          pending.begin() + b,
-          pending.begin() + std::min(pending.size(), b + max_rows));
+    std::vector<torch::Tensor> logits(batches.size());
+    OrderedParallelFns masked;
+    masked.compute = [&](int j) -> absl::Status {
+      const MaskBatch& batch = batches[j];
       ForwardOptions fo;
       torch::Tensor start_hidden;
-      if (start > 0) {
-        const int slot = cache_slot_.at(start);
+      if (batch.start > 0) {
+        const int slot = cache_slot_.at(batch.start);
         std::vector<const torch::Tensor*> parts;
-        for (const Row& row : rows) {
+        parts.reserve(batch.rows.size());
+        for (const Row& row : batch.rows) {
           parts.push_back(&cache[cache_index[row.example]][slot]);
         }
-        fo.start_layer = start;
+        fo.start_layer = batch.start;
         start_hidden = PadStack(parts);
       }
-      ASSIGN_OR_RETURN(TensorOutput out, Forward(rows, fo, start_hidden));
-      RETURN_IF_ERROR(Score(out.logits, rows));
-      Progress(static_cast<int64_t>(rows.size()));
-    }
-    return absl::OkStatus();
+      ASSIGN_OR_RETURN(TensorOutput out, Forward(batch.rows, fo, start_hidden));
+      logits[j] = std::move(out.logits);
+      return absl::OkStatus();
+    };
+    masked.commit = [&](int j) -> absl::Status {
+      RETURN_IF_ERROR(Score(logits[j], batches[j].rows));
+      logits[j] = torch::Tensor();
+      Progress(static_cast<int64_t>(batches[j].rows.size()));
+      return absl::OkStatus();
+    };
+    return RunJobs(static_cast<int>(batches.size()), masked);
+  }
+
+  // RunOrderedParallel on options_.workers threads, each with one intra-op
+  // thread. libtorch throws; a worker thread must not, so each job's
+  // exceptions become its status here.
+  absl::Status RunJobs(int jobs, const OrderedParallelFns& fns) {
+    auto guard = [](const std::function<absl::Status(int)>& fn) {
+      return [&fn](int j) -> absl::Status {
+        try {
+          return fn(j);
+        } catch (const c10::Error& e) {
+          return absl::InternalError(absl::StrCat("sweep failed in libtorch: ",
+                                                  e.what_without_backtrace()));
+        } catch (const std::exception& e) {
+          return absl::InternalError(absl::StrCat("sweep failed: ", e.what()));
+        }
+      };
+    };
+    OrderedParallelFns guarded;
+    guarded.compute = guard(fns.compute);
+    guarded.commit = guard(fns.commit);
+    guarded.on_worker_start = UseOneIntraOpThreadOnThisThread;
+    return RunOrderedParallel(jobs, options_.workers, guarded);
   }
 
   // [B, T, D] from B tensors [T_i, D], zero-padded to the longest (padding
@@ -384,6 +444,11 @@ absl::Status CheckSweepExamples(const Model& model,
     }
   }
   return absl::OkStatus();
+}
+
+int AutoSweepWorkers(const Model& model) {
+  if (model.device() != "cpu") return 1;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 absl::Status SweepExecutor::Run(const std::vector<SweepExample>& examples,

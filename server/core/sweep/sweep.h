@@ -44,6 +44,14 @@ struct SweepOptions {
   // distinct start layer > 0) held at once; estimated from token counts and
   // the model's dtype. A chunk always holds at least one example.
   int64_t cache_budget_bytes = 256 << 20;
+  // Threads running forward passes side by side, each with one intra-op
+  // thread (and OpenBLAS single-threaded for the run). Pays where a model is
+  // too small for one GEMM to use every core. Same batches, scores added in
+  // the same order: results are bit-identical to workers = 1 on one thread
+  // per pool (wider pools round differently, ~1e-7 relative). The
+  // callbacks' is_cancelled is then called from these threads; the others
+  // from one thread at a time.
+  int workers = 1;
 };
 
 // Units scored: examples for a sequence classifier, labelled tokens for a
@@ -75,6 +83,13 @@ struct SweepCallbacks {
 // classifier). INVALID_ARGUMENT naming the field.
 absl::Status CheckSweepExamples(const Model& model,
                                 const std::vector<SweepExample>& examples);
+
+// SweepOptions::workers for `model` when the caller has no preference: one
+// on a GPU (one stream does the work), one per core on a CPU. Measured on 2
+// cores (bench/RESULTS.md, "Parallel sweep workers"): 2.3x one worker on the
+// shipped model (d=96, whose GEMMs cannot use two cores), 1.1x on a
+// BERT-base-shaped one (d=768).
+int AutoSweepWorkers(const Model& model);
 
 // Thread-compatible: one Run at a time per executor; the Model may be shared.
 class SweepExecutor {

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -9,12 +10,14 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/model/model_tensors.h"
+#include "server/core/model/threading.h"
 
 namespace bertology {
 namespace {
@@ -274,6 +277,73 @@ TEST_F(SweepTest, CancelledBetweenPasses) {
   EXPECT_EQ(rec.status.code(), absl::StatusCode::kCancelled) << rec.status;
   EXPECT_EQ(rec.progress.size(), 2u);  // two passes ran, then it stopped
   EXPECT_EQ(polls, 3);
+}
+
+// Parallel workers run the serial run's batches and add their scores in the
+// same order: every figure and every event equals the one-worker run's on
+// one thread (kernels on wider pools round differently: there, within
+// kLossTolerance), over several chunks and partial batches.
+TEST_F(SweepTest, ParallelWorkersGiveTheSerialRunsResults) {
+  const std::vector<SweepExample> examples = Examples(23, 7);
+  const std::vector<SweepMask> masks = Masks();
+  SweepOptions serial;
+  serial.max_batch_rows = 5;
+  serial.cache_budget_bytes = 30000;  // several chunks
+  Recorded want;
+  {
+    SingleThreadedBlasScope one_blas_thread;
+    std::thread([&] {
+      UseOneIntraOpThreadOnThisThread();
+      want = RunSweep(serial, examples, masks);
+    }).join();
+  }
+  ASSERT_TRUE(want.status.ok()) << want.status;
+  const Recorded wide = RunSweep(serial, examples, masks);  // default pools
+  ASSERT_TRUE(wide.status.ok()) << wide.status;
+  for (const auto& [m, r] : want.results) {
+    ExpectSameScores(wide.results.at(m), r, masks[m].id + " default pools");
+  }
+  for (int workers : {2, 3}) {
+    SweepOptions parallel = serial;
+    parallel.workers = workers;
+    const Recorded got = RunSweep(parallel, examples, masks);
+    ASSERT_TRUE(got.status.ok()) << got.status;
+    EXPECT_EQ(got.events, want.events) << workers;
+    EXPECT_EQ(got.progress, want.progress) << workers;
+    EXPECT_EQ(got.baseline.correct, want.baseline.correct);
+    EXPECT_EQ(got.baseline.loss_sum, want.baseline.loss_sum);
+    ASSERT_EQ(got.results.size(), masks.size());
+    for (const auto& [m, r] : want.results) {
+      EXPECT_EQ(got.results.at(m).correct, r.correct) << masks[m].id;
+      EXPECT_EQ(got.results.at(m).scored, r.scored) << masks[m].id;
+      // Same batches, same kernels on one thread each: the same bits.
+      EXPECT_EQ(got.results.at(m).loss_sum, r.loss_sum) << masks[m].id;
+    }
+  }
+}
+
+TEST_F(SweepTest, ParallelWorkersStopWhenCancelled) {
+  const std::vector<SweepExample> examples = Examples(12, 8);
+  SweepOptions options;
+  options.max_batch_rows = 3;
+  options.workers = 2;
+  std::atomic<int> polls{0};
+  Recorded rec =
+      RunSweep(options, examples, Masks(), [&polls] { return ++polls > 6; });
+  EXPECT_EQ(rec.status.code(), absl::StatusCode::kCancelled) << rec.status;
+  // Passes polled before the 7th ran; at most the window's worth more
+  // polled (and stopped) after it.
+  EXPECT_LE(rec.progress.size(), 6u);
+  EXPECT_LE(polls.load(), 6 + 1 + 2 * 2);
+  EXPECT_LT(rec.result_calls, static_cast<int>(Masks().size()));
+}
+
+TEST_F(SweepTest, WorkersBelowOneIsRefused) {
+  SweepOptions options;
+  options.workers = 0;
+  Recorded rec = RunSweep(options, Examples(2, 9), Masks());
+  EXPECT_EQ(rec.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(rec.status.message(), HasSubstr("workers=0"));
 }
 
 TEST_F(SweepTest, LabelOutOfRangeNamesTheExample) {
