@@ -1,7 +1,9 @@
 """Prints the bench table from scripts/bench.sh's JSON files and merges them.
 
 Usage: report.py OUT_DIR [--json_out=PATH]
-Reads OUT_DIR/core-NAME.json and OUT_DIR/grpc-NAME-bN.json.
+Reads OUT_DIR/core-NAME.json, OUT_DIR/pytorch-NAME.json and
+OUT_DIR/grpc-NAME-bN[-wK].json (K: --batch_workers, each with one OpenBLAS
+thread).
 """
 import datetime
 import glob
@@ -34,9 +36,12 @@ def load(out):
         name = os.path.basename(path)[8:-5]
         result["models"].setdefault(name, {})["pytorch_loop"] = json.load(open(path))
     for path in sorted(glob.glob(os.path.join(out, "grpc-*.json"))):
-        m = re.match(r"grpc-(.*)-b(\d+)\.json$", os.path.basename(path))
+        m = re.match(r"grpc-(.*?)-b(\d+)(?:-w(\d+))?\.json$", os.path.basename(path))
         entry = result["models"].setdefault(m.group(1), {})
-        entry.setdefault("grpc", {})["max_batch_size=" + m.group(2)] = json.load(open(path))
+        config = "max_batch_size=" + m.group(2)
+        if m.group(3):
+            config += f" batch_workers={m.group(3)} blas_threads=1"
+        entry.setdefault("grpc", {})[config] = json.load(open(path))
     return result
 
 
@@ -99,15 +104,17 @@ def table(result):
             rows.append((name, f"encoder {e['batch']}x{e['tokens']} tok ({shape})",
                          f"{e['gflops']:.1f} GFLOP/s = {100 * e['fraction']:.0f}% of sgemm {e['sgemm_gflops']:.1f} (target >= 50%)"))
         grpc = entry.get("grpc", {})
-        for config in sorted(grpc, key=lambda k: int(k.split("=")[1])):
+        for config in sorted(grpc, key=lambda k: (int(k.split("=")[1].split()[0]), k)):
             for point in grpc[config].get("classify", []):
                 rows.append((name, f"Classify {point['clients']:>2} clients, {config}",
                              f"{point['calls_per_s']:.1f} calls/s, p50 {point['p50_ms']:.1f} ms, p99 {point['p99_ms']:.1f} ms"
                              + (f", {point['errors']} errors" if point["errors"] else "")))
         b1 = {p["clients"]: p["calls_per_s"] for p in grpc.get("max_batch_size=1", {}).get("classify", [])}
-        bn = {p["clients"]: p["calls_per_s"] for c, g in grpc.items() if c != "max_batch_size=1" for p in g.get("classify", [])}
-        if b1.get(32) and bn.get(32):
-            rows.append((name, "batcher gain at 32 clients (target >= 2)", f"{bn[32] / b1[32]:.2f}x"))
+        for config in sorted(c for c in grpc if c != "max_batch_size=1"):
+            bn = {p["clients"]: p["calls_per_s"] for p in grpc[config].get("classify", [])}
+            if b1.get(32) and bn.get(32):
+                rows.append((name, f"batcher gain at 32 clients, {config} (target >= 2)",
+                             f"{bn[32] / b1[32]:.2f}x"))
         for g in grpc.values():
             a = g.get("attention")
             if not a:
