@@ -42,6 +42,9 @@ def load(out):
         if m.group(3):
             config += f" batch_workers={m.group(3)} blas_threads=1"
         entry.setdefault("grpc", {})[config] = json.load(open(path))
+    bf16 = os.path.join(out, "bf16.json")
+    if os.path.exists(bf16):
+        result["bf16"] = json.load(open(bf16))
     return result
 
 
@@ -123,6 +126,11 @@ def table(result):
                 if enc in a and "bytes" in a[enc]:
                     rows.append((name, f"GetAttention {a[enc]['maps']} maps, {a['tokens']} tok, {enc.upper()}",
                                  f"{a[enc]['bytes'] / 1e6:.2f} MB, p50 {a[enc]['p50_ms']:.1f} ms"))
+    b = result.get("bf16")
+    if b:
+        rows.append(("(cpu)", "BF16 Linear [512,768]x[768,768] vs float32 (bench/bf16_check.py)",
+                     f"{b['bf16_gflops']:.1f} vs {b['f32_gflops']:.1f} GFLOP/s; AVX-512: "
+                     f"{' '.join(b['avx512_flags']) or 'none'}; oneDNN BF16: {b['onednn_bf16']}"))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)
     m = result["machine"]

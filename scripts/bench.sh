@@ -36,7 +36,7 @@ if [[ ! -f $MODEL/config.json ]]; then
 fi
 mkdir -p "$OUT"
 [[ -z ${BENCH_SKIP_CORE:-} ]] && rm -f "$OUT"/core-*.json
-rm -f "$OUT"/grpc-*.json
+rm -f "$OUT"/grpc-*.json "$OUT"/bf16.json
 
 # Held-out labelled examples: the query-title test split (seed 1).
 "$PY" scripts/querytitle_data.py "$OUT/data" --seed 1 --train 0 --dev 0 \
@@ -113,5 +113,8 @@ grpc default "$MODEL" 32 true 0
 grpc default "$MODEL" 32 false 0 "$(nproc)"
 grpc bert-base "$BASE_DIR" 1 false 128
 grpc bert-base "$BASE_DIR" 32 true 128
+
+# Whether a BF16 path could pay on this CPU (libtorch's BF16 GEMM).
+"$PY" bench/bf16_check.py --json_out="$OUT/bf16.json" >&2
 
 "$PY" bench/report.py "$OUT" --json_out=bench/results-cpu.json
