@@ -30,9 +30,19 @@ std::vector<float> WordLevelMap(const std::vector<float>& a, int t,
 // subnormals kept, NaN stays NaN).
 uint16_t FloatToHalf(float f);
 
-// Little-endian bytes of the values as binary32 or binary16.
-std::string EncodeFloat32(const std::vector<float>& values);
-std::string EncodeFloat16(const std::vector<float>& values);
+// Little-endian bytes of the n values at `data` as binary32 or binary16.
+// Binary16 uses the CPU's F16C conversion where it has one (8 values per
+// instruction, the same bits as FloatToHalf: round to nearest even), else
+// FloatToHalf; the scalar loop was most of FLOAT16's cost in GetAttention
+// (bench/RESULTS.md).
+std::string EncodeFloat32(const float* data, size_t n);
+std::string EncodeFloat16(const float* data, size_t n);
+inline std::string EncodeFloat32(const std::vector<float>& values) {
+  return EncodeFloat32(values.data(), values.size());
+}
+inline std::string EncodeFloat16(const std::vector<float>& values) {
+  return EncodeFloat16(values.data(), values.size());
+}
 
 }  // namespace bertology
 

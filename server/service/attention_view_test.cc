@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -44,6 +45,54 @@ TEST(EncodeTest, LittleEndian) {
   EXPECT_EQ(static_cast<unsigned char>(f16[0]), 0x00);
   EXPECT_EQ(static_cast<unsigned char>(f16[1]), 0x3C);
   EXPECT_EQ(static_cast<unsigned char>(f16[3]), 0xC0);
+}
+
+// The vector path (F16C where the CPU has it, 8 at a time) gives
+// FloatToHalf's bits for every value, at every offset of the 8-value
+// blocks: normals, ties, subnormals, overflow, zeros, random weights.
+TEST(EncodeTest, Float16MatchesFloatToHalfEverywhere) {
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               1.0f,
+                               -2.0f,
+                               65504.0f,
+                               65520.0f,
+                               1e6f,
+                               -1e6f,
+                               std::ldexp(1.0f, -24),
+                               std::ldexp(1.0f, -14),
+                               std::ldexp(1.0f, -26),
+                               std::ldexp(3.0f, -25),
+                               1.0f + std::ldexp(1.0f, -11),
+                               1.0f + 3 * std::ldexp(1.0f, -11),
+                               INFINITY,
+                               -INFINITY};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> weight(0.0f, 1.0f);
+  std::uniform_int_distribution<uint32_t> bits(0, 0x7F7FFFFFu);
+  for (int i = 0; i < 5000; ++i) values.push_back(weight(rng));
+  for (int i = 0; i < 5000; ++i) {
+    uint32_t b = bits(rng) | (i % 2 ? 0x80000000u : 0u);
+    float f;
+    std::memcpy(&f, &b, 4);
+    values.push_back(f);
+  }
+  for (size_t offset = 0; offset < 8; ++offset) {
+    const std::string got =
+        EncodeFloat16(values.data() + offset, values.size() - offset);
+    ASSERT_EQ(got.size(), 2 * (values.size() - offset));
+    for (size_t i = offset; i < values.size(); ++i) {
+      const size_t k = 2 * (i - offset);
+      const uint16_t half =
+          static_cast<uint16_t>(static_cast<unsigned char>(got[k]) |
+                                (static_cast<unsigned char>(got[k + 1]) << 8));
+      ASSERT_EQ(half, FloatToHalf(values[i]))
+          << "value " << values[i] << " at " << i << ", offset " << offset;
+    }
+  }
+  const std::string f32 = EncodeFloat32(values);
+  ASSERT_EQ(f32.size(), 4 * values.size());
+  EXPECT_EQ(std::memcmp(f32.data(), values.data(), f32.size()), 0);
 }
 
 TEST(WordSpansTest, SpecialTokensAreTheirOwnWords) {

@@ -17,11 +17,21 @@
 namespace bertology {
 namespace {
 
-// The row-major [T x T] map of one head from a layer's [1, H, T, T] maps.
-std::vector<float> HeadMap(const FloatArray& layer_maps, int head) {
+// The bytes of one head's map from a layer's [1, H, T, T] maps: the
+// row-major [T x T] token map, encoded straight from the model's output, or
+// its word-level map.
+std::string EncodeHeadMap(const FloatArray& layer_maps, int head,
+                          const std::vector<WordSpan>* words,
+                          v1::AttentionEncoding encoding) {
   const size_t t = static_cast<size_t>(layer_maps.shape[3]);
   const float* data = layer_maps.data.data() + head * t * t;
-  return std::vector<float>(data, data + t * t);
+  const bool half = encoding == v1::ATTENTION_ENCODING_FLOAT16;
+  if (words == nullptr) {
+    return half ? EncodeFloat16(data, t * t) : EncodeFloat32(data, t * t);
+  }
+  const std::vector<float> map = WordLevelMap(
+      std::vector<float>(data, data + t * t), static_cast<int>(t), *words);
+  return half ? EncodeFloat16(map) : EncodeFloat32(map);
 }
 
 void FillUnits(const Encoding& encoding, const std::vector<WordSpan>& spans,
@@ -118,16 +128,13 @@ absl::Status HandleGetAttention(const HandlerContext& ctx,
           absl::StrCat("the model returned no attention for layer ", layer));
     }
     for (int head : head_list) {
-      std::vector<float> map = HeadMap(it->second, head);
-      if (granularity == v1::GRANULARITY_WORD) {
-        map = WordLevelMap(map, t, spans);
-      }
       v1::AttentionMap* out = response->add_maps();
       out->set_layer(layer);
       out->set_head(head);
-      out->set_data(encoding_kind == v1::ATTENTION_ENCODING_FLOAT16
-                        ? EncodeFloat16(map)
-                        : EncodeFloat32(map));
+      out->set_data(
+          EncodeHeadMap(it->second, head,
+                        granularity == v1::GRANULARITY_WORD ? &spans : nullptr,
+                        encoding_kind));
     }
   }
   if (model.has_classifier() && !output.logits.data.empty()) {
