@@ -5,6 +5,7 @@
 #include <vector>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -121,8 +122,15 @@ __attribute__((target("avx,f16c"))) size_t HalvesF16c(const float* data,
   return whole;
 }
 
+// F16C is CPUID.1:ECX bit 29 (clang 14's __builtin_cpu_supports does not
+// know "f16c"); its 256-bit form needs AVX, which the builtin checks with
+// the OS's YMM support.
 bool HasF16c() {
-  static const bool has = __builtin_cpu_supports("f16c");
+  static const bool has = [] {
+    unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    return (ecx & (1u << 29)) != 0 && __builtin_cpu_supports("avx");
+  }();
   return has;
 }
 #endif
