@@ -66,7 +66,8 @@ ABSL_FLAG(int, sweep_workers, 0,
           "Threads each SweepAblation runs its forward passes on, each with "
           "one libtorch and one OpenBLAS thread (OpenBLAS stays at one "
           "thread while such a sweep runs). Results do not depend on it. "
-          "0: one per core on CPU, 1 on a GPU (measured: bench/RESULTS.md). "
+          "0: one per usable core on CPU (affinity mask, cgroup CPU quota), 1 "
+          "on a GPU (measured: bench/RESULTS.md). "
           "A sweep counts workers x its batch rows against "
           "--max_queued_rows.");
 ABSL_FLAG(int, max_seq_len, 0,

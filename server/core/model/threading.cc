@@ -2,9 +2,17 @@
 
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
+#include <sched.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
 
 namespace bertology {
 namespace {
@@ -55,6 +63,28 @@ SingleThreadedBlasScope::~SingleThreadedBlasScope() {
   if (set_blas != nullptr && blas_saved_threads > 0) {
     set_blas(blas_saved_threads);
   }
+}
+
+int CapByCpuQuota(int cpus, const std::string& cpu_max) {
+  std::istringstream in(cpu_max);
+  std::string quota;
+  int64_t period = 0;
+  if (!(in >> quota >> period) || quota == "max" || period <= 0) return cpus;
+  char* end = nullptr;
+  const long long q = std::strtoll(quota.c_str(), &end, 10);
+  if (end == quota.c_str() || *end != '\0' || q <= 0) return cpus;
+  return static_cast<int>(std::min<int64_t>(cpus, (q + period - 1) / period));
+}
+
+int UsableCpus() {
+  int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) cpus = CPU_COUNT(&set);
+  std::ifstream file("/sys/fs/cgroup/cpu.max");
+  std::string cpu_max;
+  if (std::getline(file, cpu_max)) cpus = CapByCpuQuota(cpus, cpu_max);
+  return std::max(1, cpus);
 }
 
 ThreadSettings ConfigureThreads(int intra_op, int blas_threads, int inter_op) {

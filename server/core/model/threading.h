@@ -8,6 +8,8 @@
 #ifndef BERTOLOGY_CORE_THREADING_H_
 #define BERTOLOGY_CORE_THREADING_H_
 
+#include <string>
+
 namespace bertology {
 
 struct ThreadSettings {
@@ -23,6 +25,16 @@ struct ThreadSettings {
 // afterwards. Call once at start-up, before serving.
 ThreadSettings ConfigureThreads(int intra_op, int blas_threads,
                                 int inter_op = 0);
+
+// CPUs this process may run on: its affinity mask, capped by a cgroup v2
+// CPU quota (cpu.max, rounded up) when one is set, as in a container with a
+// CPU limit; at least 1. std::thread::hardware_concurrency counts the
+// machine's cores instead.
+int UsableCpus();
+// `cpus` capped by the quota in `cpu_max` (the text of cgroup v2's cpu.max:
+// "max PERIOD" or "QUOTA PERIOD", microseconds), rounded up; unchanged when
+// there is no quota or the text does not parse.
+int CapByCpuQuota(int cpus, const std::string& cpu_max);
 
 // For a worker thread of a parallel run (e.g. the sweep's): makes libtorch's
 // intra-op work started from *this* thread single-threaded, leaving every

@@ -448,7 +448,7 @@ absl::Status CheckSweepExamples(const Model& model,
 
 int AutoSweepWorkers(const Model& model) {
   if (model.device() != "cpu") return 1;
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return UsableCpus();
 }
 
 absl::Status SweepExecutor::Run(const std::vector<SweepExample>& examples,
