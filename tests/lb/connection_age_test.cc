@@ -2,6 +2,8 @@
 // default grace (no limit) the single call completes; with a short grace the
 // server cuts it, and the scheduler resumes the shard's remaining masks on a
 // new connection. Both must give the single call's results.
+#include <cstdio>
+
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/lb/replica_fleet.h"
@@ -11,10 +13,24 @@ namespace testing {
 namespace {
 
 // Long enough on the golden model to outlast several connection ages here
-// (about 6 s on the 2-core CI machine on one sweep worker; the test checks
-// it did). One worker: parallel ones made 1500 examples take 2.8 s.
-constexpr int kExamples = 2000;
+// (about 7 s on the 2-core CI machine on one sweep worker and prints it; the
+// test checks it did), from many masks over few examples: no result streams out
+// before the baseline has seen every example, so a cut call keeps something
+// only if that comes well within the age (it did not with 2000 examples under
+// ASan). One worker: parallel ones made the sweep too short here.
+constexpr int kExamples = 400;
+constexpr int kRandomMasks = 60;
 constexpr absl::Duration kAge = absl::Seconds(1);
+
+// SweepSpecs() plus kRandomMasks random half-ablations.
+std::vector<v1::MaskSpec> ManyMasks() {
+  std::vector<v1::MaskSpec> specs = SweepSpecs();
+  auto* r = specs.emplace_back().mutable_random();
+  r->set_fraction(0.5);
+  r->set_repeats(kRandomMasks);
+  r->set_seed(7);
+  return specs;
+}
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> StartAged(
     const std::vector<std::string>& extra) {
@@ -36,16 +52,18 @@ TEST(ConnectionAgeTest, SweepStreamsOutliveTheConnectionAge) {
   auto aged = StartAged({});
   ASSERT_TRUE(aged.ok()) << aged.status();
   const absl::Time start = absl::Now();
-  auto reference = SingleCallSweep(**aged, examples);
+  auto reference = SingleCallSweep(**aged, examples, ManyMasks());
   const absl::Duration took = absl::Now() - start;
   ASSERT_TRUE(reference.ok()) << reference.status() << "\n" << (*aged)->Log();
   // Otherwise this test shows nothing: make kExamples larger.
   ASSERT_GT(took, 3 * kAge) << "the sweep was too short to outlive the age";
+  std::printf("connection age: the single call took %s\n",
+              absl::FormatDuration(took).c_str());
 
   // A 1 s grace: the server cuts the same single stream...
   auto cut = StartAged({"--max_connection_age_grace_s=1"});
   ASSERT_TRUE(cut.ok()) << cut.status();
-  auto cut_call = SingleCallSweep(**cut, examples);
+  auto cut_call = SingleCallSweep(**cut, examples, ManyMasks());
   ASSERT_FALSE(cut_call.ok())
       << "a 1 s grace did not cut a " << took << " stream";
   EXPECT_EQ(cut_call.status().code(), absl::StatusCode::kUnavailable)
@@ -56,7 +74,7 @@ TEST(ConnectionAgeTest, SweepStreamsOutliveTheConnectionAge) {
   auto targets = client::ParseTargets((*cut)->address());
   ASSERT_TRUE(targets.ok());
   auto executor = client::NewGrpcShardExecutor(*targets);
-  client::SweepJob job = Job(examples);
+  client::SweepJob job = Job(examples, ManyMasks());
   client::SchedulerOptions options;
   options.sharding = {static_cast<int>(job.masks.size()), kExamples};
   options.max_inflight = 1;

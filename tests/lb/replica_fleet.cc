@@ -86,21 +86,23 @@ std::vector<v1::MaskSpec> SweepSpecs() {
   return specs;
 }
 
-client::SweepJob Job(const std::vector<v1::LabeledExample>& examples) {
+client::SweepJob Job(const std::vector<v1::LabeledExample>& examples,
+                     const std::vector<v1::MaskSpec>& specs) {
   client::MaskPlanOptions o;
   o.layers = 3;
   o.heads = 4;
   client::SweepJob job;
   job.examples = examples;
-  job.masks = *client::PlanMasks(SweepSpecs(), o);
+  job.masks = *client::PlanMasks(specs, o);
   return job;
 }
 
 absl::StatusOr<std::map<std::string, Reference>> SingleCallSweep(
-    const ServerProcess& server, const std::vector<v1::LabeledExample>& ex) {
+    const ServerProcess& server, const std::vector<v1::LabeledExample>& ex,
+    const std::vector<v1::MaskSpec>& specs) {
   v1::SweepAblationRequest request;
   for (const auto& e : ex) *request.add_examples() = e;
-  for (const auto& m : SweepSpecs()) *request.add_masks() = m;
+  for (const auto& m : specs) *request.add_masks() = m;
   grpc::ClientContext context;
   auto reader = server.NewStub()->SweepAblation(&context, request);
   std::map<std::string, Reference> out;

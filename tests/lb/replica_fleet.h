@@ -31,8 +31,9 @@ std::vector<v1::LabeledExample> Examples(int n);
 // Every head, every layer, 6 random 25% masks, one keep-only.
 std::vector<v1::MaskSpec> SweepSpecs();
 
-// The scheduler's job for SweepSpecs() on the golden model (3 x 4 heads).
-client::SweepJob Job(const std::vector<v1::LabeledExample>& examples);
+// The scheduler's job for `specs` on the golden model (3 x 4 heads).
+client::SweepJob Job(const std::vector<v1::LabeledExample>& examples,
+                     const std::vector<v1::MaskSpec>& specs = SweepSpecs());
 
 // mask id -> (examples, correct, ablated) from one unsharded SweepAblation
 // call with the generator specs as the server expands them.
@@ -42,7 +43,8 @@ struct Reference {
   std::vector<std::pair<int, int>> ablated;
 };
 absl::StatusOr<std::map<std::string, Reference>> SingleCallSweep(
-    const ServerProcess& server, const std::vector<v1::LabeledExample>& ex);
+    const ServerProcess& server, const std::vector<v1::LabeledExample>& ex,
+    const std::vector<v1::MaskSpec>& specs = SweepSpecs());
 
 // Checks a merged sweep against the single call: same ids in the same
 // order, equal counts, ablated heads and accuracy. Returns "" when equal.

@@ -38,9 +38,24 @@
 #include "tests/integration/server_process.h"
 #include "tests/lb/replica_fleet.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BERTOLOGY_TEST_UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define BERTOLOGY_TEST_UNDER_ASAN 1
+#endif
+
 namespace bertology {
 namespace testing {
 namespace {
+
+#ifdef BERTOLOGY_TEST_UNDER_ASAN
+constexpr bool kUnderAddressSanitizer = true;
+#else
+constexpr bool kUnderAddressSanitizer = false;
+#endif
 
 using grpc::StatusCode;
 
@@ -454,8 +469,16 @@ TEST(LoadFaultTest, Soak) {
   // 30 s run but not in a long one; a leak per sweep or per batch shape
   // shows in either. (Before --malloc_arenas, with glibc's default arenas,
   // RSS kept growing: 60-80 MiB after warm-up in runs of 20 s and 90 s.)
-  EXPECT_LT(at_end - after_warmup, 24.0);
-  EXPECT_LT(highest_window - after_warmup, 32.0);
+  // Under ASan the server runs on ASan's allocator, whose quarantine holds
+  // freed memory back for a while by design (make test-asan: +30-50 MiB in
+  // the 30 s run): the bounds are for the production allocator, which the
+  // plain build's run of this test checks.
+  if (kUnderAddressSanitizer) {
+    std::printf("soak: RSS bounds not checked under ASan\n");
+  } else {
+    EXPECT_LT(at_end - after_warmup, 24.0);
+    EXPECT_LT(highest_window - after_warmup, 32.0);
+  }
   server->Signal(SIGTERM);
   auto exit = server->WaitExit(absl::Seconds(30));
   ASSERT_TRUE(exit.ok()) << exit.status();
