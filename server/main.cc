@@ -46,14 +46,12 @@ ABSL_FLAG(int, max_batch_size, 32,
 ABSL_FLAG(int, max_queue_delay_us, 2000,
           "Longest a queued Classify row waits for a batch to fill, in "
           "microseconds.");
-ABSL_FLAG(
-    int, max_queued_rows, 4096,
-    "Classify rows queued per model before RESOURCE_EXHAUSTED; also, "
-    "separately, the batch rows (min(--sweep_workers x (--max_batch_size or "
-    "the "
-    "sweep's max_batch_rows), its pairs)) of the sweeps running on a model: a "
-    "sweep that does not fit is refused at once with "
-    "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, max_queued_rows, 4096,
+          "Classify rows queued per model before RESOURCE_EXHAUSTED; also, "
+          "separately, the batch rows (min(--sweep_workers x "
+          "(--max_batch_size or the sweep's max_batch_rows), its pairs)) of "
+          "the sweeps running on a model: a sweep that does not fit is "
+          "refused at once with RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, malloc_arenas, 2,
           "glibc malloc arenas (M_ARENA_MAX). glibc's default, up to 8 per "
           "core, lets every gRPC handler thread keep the memory it freed in "

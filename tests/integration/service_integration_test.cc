@@ -32,6 +32,15 @@ const std::vector<std::string>& Texts() {
   return *texts;
 }
 
+// Texts() as sweep examples, labelled i % 3.
+void AddLabeledTexts(v1::SweepAblationRequest* request) {
+  for (size_t i = 0; i < Texts().size(); ++i) {
+    auto* e = request->add_examples();
+    e->mutable_input()->set_text_a(Texts()[i]);
+    e->set_label(static_cast<int>(i % 3));
+  }
+}
+
 v1::HeadMask Ablate(const std::vector<std::pair<int, int>>& heads) {
   v1::HeadMask mask;
   auto* list = mask.mutable_ablate();
@@ -323,11 +332,7 @@ TEST_F(ServiceTest, GetAttentionShowsTheMask) {
 
 TEST_F(ServiceTest, SweepAblation) {
   v1::SweepAblationRequest request;
-  for (size_t i = 0; i < Texts().size(); ++i) {
-    auto* e = request.add_examples();
-    e->mutable_input()->set_text_a(Texts()[i]);
-    e->set_label(static_cast<int>(i % 3));
-  }
+  AddLabeledTexts(&request);
   request.add_masks()->mutable_all_layers();
   request.add_masks()->mutable_all_single_heads();
   auto* random = request.add_masks()->mutable_random();
@@ -398,27 +403,33 @@ TEST_F(ServiceTest, SweepAblation) {
   EXPECT_NEAR(two.accuracy_delta(), two.accuracy() - baseline.accuracy(), 1e-9);
 }
 
-// --sweep_workers: this suite's server runs sweeps on its default (one
-// worker per core, each on one thread); a server on one worker and one
-// OpenBLAS thread computes the same batches in the same order, so every
-// figure agrees to the bit.
+// --sweep_workers: a server running each sweep on 3 workers (each on one
+// thread) and one on a single worker with one OpenBLAS thread compute the
+// same batches in the same order, so every figure agrees to the bit.
 TEST_F(ServiceTest, SweepWorkersDoNotChangeResults) {
+  // This suite's server logs its default (one per usable core).
   EXPECT_NE(server_->Log().find("worker thread(s)"), std::string::npos);
-  auto serial = ServerProcess::Start(
-      {"--model=tiny=" + GoldenModelDir(), "--threads=1", "--blas_threads=1",
-       "--sweep_workers=1", "--max_batch_size=8", "--warmup_passes=1"});
-  ASSERT_TRUE(serial.ok()) << serial.status();
-  ASSERT_TRUE((*serial)->WaitServing().ok()) << (*serial)->Log();
-  EXPECT_NE((*serial)->Log().find("sweeps on 1 worker thread(s)"),
-            std::string::npos)
-      << (*serial)->Log();
+  auto start = [](int workers) {
+    auto server = ServerProcess::Start(
+        {"--model=tiny=" + GoldenModelDir(), "--threads=1", "--blas_threads=1",
+         "--sweep_workers=" + std::to_string(workers), "--max_batch_size=8",
+         "--warmup_passes=1"});
+    EXPECT_TRUE(server.ok()) << server.status();
+    if (!server.ok()) return std::unique_ptr<ServerProcess>();
+    EXPECT_TRUE((*server)->WaitServing().ok()) << (*server)->Log();
+    const std::string said =
+        "sweeps on " + std::to_string(workers) + " worker thread(s)";
+    EXPECT_NE((*server)->Log().find(said), std::string::npos)
+        << (*server)->Log();
+    return std::move(server).value();
+  };
+  const std::unique_ptr<ServerProcess> serial = start(1);
+  const std::unique_ptr<ServerProcess> three = start(3);
+  ASSERT_NE(serial, nullptr);
+  ASSERT_NE(three, nullptr);
   v1::SweepAblationRequest request;
   request.set_model("tiny");
-  for (size_t i = 0; i < Texts().size(); ++i) {
-    auto* e = request.add_examples();
-    e->mutable_input()->set_text_a(Texts()[i]);
-    e->set_label(static_cast<int>(i % 3));
-  }
+  AddLabeledTexts(&request);
   request.add_masks()->mutable_all_single_heads();
   request.add_masks()->mutable_all_layers();
   request.mutable_options()->set_max_batch_rows(4);  // many batches
@@ -435,8 +446,8 @@ TEST_F(ServiceTest, SweepWorkersDoNotChangeResults) {
     EXPECT_TRUE(reader->Finish().ok());
     return results;
   };
-  const auto parallel = collect(stub_.get());
-  const auto one = collect((*serial)->NewStub().get());
+  const auto parallel = collect(three->NewStub().get());
+  const auto one = collect(serial->NewStub().get());
   ASSERT_EQ(parallel.size(),
             static_cast<size_t>(kLayers * kHeads + kLayers + 1));
   ASSERT_EQ(one.size(), parallel.size());

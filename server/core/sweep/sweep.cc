@@ -9,7 +9,6 @@
 #include <map>
 #include <numeric>
 #include <optional>
-#include <thread>
 #include <utility>
 #include <vector>
 

@@ -86,9 +86,9 @@ absl::Status CheckSweepExamples(const Model& model,
 
 // SweepOptions::workers for `model` when the caller has no preference: one
 // on a GPU (one stream does the work), one per usable core on a CPU
-// (UsableCpus: affinity and cgroup CPU quota). Measured on 2
-// cores (bench/RESULTS.md, "Parallel sweep workers"): 2.3x one worker on the
-// shipped model (d=96, whose GEMMs cannot use two cores), 1.1x on a
+// (UsableCpus: affinity and cgroup CPU quota). Measured on 2 cores
+// (bench/RESULTS.md, "Parallel sweep workers"): 2.1-2.3x one worker on the
+// shipped model (d=96, whose GEMMs cannot use two cores), 1.1-1.2x on a
 // BERT-base-shaped one (d=768).
 int AutoSweepWorkers(const Model& model);
 
