@@ -37,11 +37,39 @@ absl::Status CheckEntries(int layers, int heads,
   return absl::OkStatus();
 }
 
-const char* ModeName(AblationMode mode) {
-  return mode == AblationMode::kUniform ? "uniform" : "zero";
+}  // namespace
+
+const char* AblationModeName(AblationMode mode) {
+  switch (mode) {
+    case AblationMode::kZero:
+      return "zero";
+    case AblationMode::kUniform:
+      return "uniform";
+    case AblationMode::kMean:
+      return "mean";
+    case AblationMode::kResample:
+      return "resample";
+  }
+  return "unknown";
 }
 
-}  // namespace
+std::vector<int> ResampleOrder(uint64_t seed, int n) {
+  std::vector<int> order(n > 0 ? n : 0);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  uint64_t state = seed;
+  auto next = [&state] {  // splitmix64
+    state += 0x9E3779B97F4A7C15ULL;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  };
+  for (int i = n - 1; i >= 1; --i) {
+    const int j = static_cast<int>(next() % static_cast<uint64_t>(i + 1));
+    std::swap(order[i], order[j]);
+  }
+  return order;
+}
 
 HeadMask HeadMask::Identity(int layers, int heads, AblationMode mode) {
   const int n = layers > 0 && heads > 0 ? layers * heads : 0;
@@ -126,7 +154,7 @@ std::string HeadMask::DebugString() const {
         if (!all_zero) absl::StrAppend(out, "=", value(lh.layer, lh.head));
       });
   return absl::StrCat(all_zero ? "ablate " : "scale ", heads, " (",
-                      ModeName(mode_), ")");
+                      AblationModeName(mode_), ")");
 }
 
 }  // namespace bertology

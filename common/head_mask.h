@@ -2,10 +2,19 @@
 //
 // A mask holds one value per (layer, head) in [0, 1]: 1 keeps the head, 0
 // ablates it. It is applied to the head's attention probabilities after the
-// softmax (HF's `head_mask` semantics) in one of two modes:
-//   kZero:    p' = m * p                      (m = 0: the head outputs 0)
-//   kUniform: p' = m * p + (1 - m) * u        (u: uniform over the row's
-//             real, non-padding tokens; Kovaleva et al. 2019)
+// softmax (HF's `head_mask` semantics), or to the head's output, in one of
+// four modes:
+//   kZero:     p' = m * p                     (m = 0: the head outputs 0)
+//   kUniform:  p' = m * p + (1 - m) * u       (u: uniform over the row's
+//              real, non-padding tokens; Kovaleva et al. 2019)
+//   kMean:     o' = m * o + (1 - m) * mean    (o = p @ V, the head's output
+//              before the output projection; mean: its average over every
+//              real token of a reference set, HeadReference)
+//   kResample: o' = m * o + (1 - m) * o_j     (o_j: the head's output
+//              averaged over the real tokens of reference example j, drawn
+//              per draw; the row's logits are the mean over its draws)
+// kMean and kResample read reference statistics (the mask's reference()),
+// computed from the unmasked model (server/core/model/head_reference.h).
 // Masks are plain values: the shared model is never mutated by a request.
 //
 // One type from the wire to the layer: a handler parses the request into a
@@ -17,6 +26,8 @@
 #ifndef BERTOLOGY_COMMON_HEAD_MASK_H_
 #define BERTOLOGY_COMMON_HEAD_MASK_H_
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,7 +36,30 @@
 
 namespace bertology {
 
-enum class AblationMode { kZero, kUniform };
+enum class AblationMode { kZero, kUniform, kMean, kResample };
+
+// "zero", "uniform", "mean", "resample".
+const char* AblationModeName(AblationMode mode);
+// True for the modes that read reference statistics (kMean, kResample).
+inline bool ModeNeedsReference(AblationMode mode) {
+  return mode == AblationMode::kMean || mode == AblationMode::kResample;
+}
+
+// Per-head reference outputs (mean and per-example), defined in the core
+// with its tensors (server/core/model/head_reference.h); opaque here.
+struct HeadReference;
+
+// kResample's draws: draw k takes reference example
+// ResampleOrder(seed, n)[k % n].
+struct ResampleDraws {
+  static constexpr int kMaxCount = 64;
+  int count = 1;
+  uint64_t seed = 0;
+};
+// A Fisher-Yates shuffle of 0..n-1 driven by splitmix64(seed): for i from
+// n-1 down to 1, j = next() % (i + 1), swap. Written out (not std::shuffle)
+// so every platform and the Python reference draw the same examples.
+std::vector<int> ResampleOrder(uint64_t seed, int n);
 
 struct LayerHead {
   int layer = 0;
@@ -71,6 +105,19 @@ class HeadMask {
   // Short human-readable form, e.g. "ablate L3H7,L4H0 (zero)".
   std::string DebugString() const;
 
+  // The reference statistics kMean and kResample read (ignored by the other
+  // modes), and kResample's draws. A mask in those modes needs a reference
+  // before it reaches the model (Model refuses it otherwise).
+  void set_reference(std::shared_ptr<const HeadReference> reference,
+                     ResampleDraws draws = {}) {
+    reference_ = std::move(reference);
+    draws_ = draws;
+  }
+  const std::shared_ptr<const HeadReference>& reference() const {
+    return reference_;
+  }
+  const ResampleDraws& draws() const { return draws_; }
+
  private:
   HeadMask(int layers, int heads, std::vector<float> values, AblationMode mode)
       : layers_(layers),
@@ -81,6 +128,8 @@ class HeadMask {
   int heads_ = 0;
   std::vector<float> values_;
   AblationMode mode_ = AblationMode::kZero;
+  std::shared_ptr<const HeadReference> reference_;
+  ResampleDraws draws_;
 };
 
 }  // namespace bertology

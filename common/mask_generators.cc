@@ -17,10 +17,6 @@
 namespace bertology {
 namespace {
 
-const char* ModeName(AblationMode mode) {
-  return mode == AblationMode::kUniform ? "uniform" : "zero";
-}
-
 // A mask of the given shape with the listed heads at 0. Callers pass only
 // in-range heads, so HeadMask::Ablate cannot fail here.
 HeadMask AblateValid(int layers, int heads, const std::vector<LayerHead>& off,
@@ -52,10 +48,10 @@ std::vector<SweepMask> SingleHeadMasks(int layers, int heads,
   masks.reserve(static_cast<size_t>(layers) * heads);
   for (int l = 0; l < layers; ++l) {
     for (int h = 0; h < heads; ++h) {
-      masks.push_back(
-          {absl::StrCat("head-L", l, "H", h),
-           absl::StrCat("ablate head L", l, "H", h, " (", ModeName(mode), ")"),
-           AblateValid(layers, heads, {{l, h}}, mode)});
+      masks.push_back({absl::StrCat("head-L", l, "H", h),
+                       absl::StrCat("ablate head L", l, "H", h, " (",
+                                    AblationModeName(mode), ")"),
+                       AblateValid(layers, heads, {{l, h}}, mode)});
     }
   }
   return masks;
@@ -70,7 +66,7 @@ std::vector<SweepMask> LayerMasks(int layers, int heads, AblationMode mode) {
     for (int h = 0; h < heads; ++h) off.push_back({l, h});
     masks.push_back({absl::StrCat("layer-", l),
                      absl::StrCat("ablate all ", heads, " heads of layer ", l,
-                                  " (", ModeName(mode), ")"),
+                                  " (", AblationModeName(mode), ")"),
                      AblateValid(layers, heads, off, mode)});
   }
   return masks;
@@ -133,7 +129,8 @@ absl::StatusOr<std::vector<SweepMask>> RandomMasks(
                          seed, r),
          absl::StrFormat("ablate %d random heads of %d in layers [%d, %d), "
                          "seed %d, repeat %d (%s)",
-                         k, n, layer_begin, layer_end, seed, r, ModeName(mode)),
+                         k, n, layer_begin, layer_end, seed, r,
+                         AblationModeName(mode)),
          AblateValid(layers, heads, off, mode)});
   }
   return masks;
@@ -177,8 +174,8 @@ absl::StatusOr<SweepMask> KeepOnlyMask(int layers, int heads, int layer_begin,
   return SweepMask{
       std::move(id),
       absl::StrCat("ablate layers ", layer_begin, "-", layer_end - 1,
-                   " except ", absl::StrJoin(kept, ","), " (", ModeName(mode),
-                   ")"),
+                   " except ", absl::StrJoin(kept, ","), " (",
+                   AblationModeName(mode), ")"),
       *std::move(mask)};
 }
 

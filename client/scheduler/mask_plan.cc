@@ -15,9 +15,18 @@ namespace bertology {
 namespace client {
 namespace {
 
+// The mode's name appears in the generated specs, so it must map one to one.
 AblationMode CoreMode(v1::AblationMode mode) {
-  return mode == v1::ABLATION_MODE_UNIFORM ? AblationMode::kUniform
-                                           : AblationMode::kZero;
+  switch (mode) {
+    case v1::ABLATION_MODE_UNIFORM:
+      return AblationMode::kUniform;
+    case v1::ABLATION_MODE_MEAN:
+      return AblationMode::kMean;
+    case v1::ABLATION_MODE_RESAMPLE:
+      return AblationMode::kResample;
+    default:
+      return AblationMode::kZero;
+  }
 }
 
 // Generated masks as explicit ablate lists with the generator's own ids and

@@ -28,6 +28,11 @@ std::vector<AttentionContext::AblationFill> MakeAblationFills(
     switch (mode) {
       case AblationMode::kZero:  // p' = m * p: nothing moves in
         break;
+      // p' = m * p, then the head's output moves towards the reference's
+      // (LayerMask::output_fill, applied after p @ V): nothing here.
+      case AblationMode::kMean:
+      case AblationMode::kResample:
+        break;
       case AblationMode::kUniform:
         // Uniform over the row's real tokens (Kovaleva et al. 2019). Rows
         // with no real token would divide by 0; they attend nowhere.
@@ -78,7 +83,8 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& hidden,
                                              const AttentionContext& context,
                                              const LayerMask& mask,
                                              torch::Tensor* probs_out,
-                                             int64_t query_rows) {
+                                             int64_t query_rows,
+                                             torch::Tensor* outputs_out) {
   const int64_t b = hidden.size(0);
   const int64_t t = hidden.size(1);
   const int64_t tq = query_rows > 0 ? std::min(query_rows, t) : t;
@@ -100,8 +106,22 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& hidden,
   probs = ApplyHeadMask(probs, mask, context);
   if (probs_out != nullptr) *probs_out = probs;
 
-  torch::Tensor out = torch::matmul(probs, v);  // [B, H, T, d]
-  return out.permute({0, 2, 1, 3}).reshape({b, tq, num_heads_ * head_size_});
+  torch::Tensor out = torch::matmul(probs, v);  // [B, H, Q, d]
+  if (mask.output_fill.defined()) {
+    // kMean / kResample: o' = m * o + (1 - m) * fill; the m * o part came
+    // from the m-scaled probabilities (ApplyHeadMask). Rows in other modes
+    // have a zero fill, so their output is unchanged (x + 0 = x).
+    const torch::Tensor m =
+        mask.values.view({mask.values.size(0), mask.values.size(1), 1, 1});
+    out = out + (1 - m) * mask.output_fill;
+  }
+  if (mask.patch_where.defined()) {
+    out = torch::where(mask.patch_where.narrow(2, 0, tq),
+                       mask.patch_values.narrow(2, 0, tq), out);
+  }
+  out = out.permute({0, 2, 1, 3}).reshape({b, tq, num_heads_ * head_size_});
+  if (outputs_out != nullptr) *outputs_out = out;
+  return out;
 }
 
 BertResidualOutputImpl::BertResidualOutputImpl(int in_features,
@@ -133,9 +153,10 @@ torch::Tensor BertAttentionImpl::forward(const torch::Tensor& hidden,
                                          const AttentionContext& context,
                                          const LayerMask& mask,
                                          torch::Tensor* probs_out,
-                                         int64_t query_rows) {
+                                         int64_t query_rows,
+                                         torch::Tensor* outputs_out) {
   torch::Tensor context_out =
-      self_(hidden, context, mask, probs_out, query_rows);
+      self_(hidden, context, mask, probs_out, query_rows, outputs_out);
   return output_(context_out, context_out.size(1) == hidden.size(1)
                                   ? hidden
                                   : hidden.narrow(1, 0, context_out.size(1)));
@@ -174,9 +195,10 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& hidden,
                                      const AttentionContext& context,
                                      const LayerMask& mask,
                                      torch::Tensor* probs_out,
-                                     int64_t query_rows) {
+                                     int64_t query_rows,
+                                     torch::Tensor* outputs_out) {
   torch::Tensor attention =
-      attention_(hidden, context, mask, probs_out, query_rows);
+      attention_(hidden, context, mask, probs_out, query_rows, outputs_out);
   return output_(intermediate_(attention), attention);
 }
 

@@ -46,10 +46,21 @@ struct AttentionContext {
   std::vector<AblationFill> fills;
 };
 
-// This layer's head mask for the batch: [B, H] values in [0, 1], or
-// undefined for "all heads kept" (the probabilities are then untouched).
+// What a request changes in this layer, for the batch. Every member may be
+// undefined (nothing changed there).
 struct LayerMask {
+  // [B, H] mask values in [0, 1]; undefined: all heads kept (the
+  // probabilities are then untouched).
   torch::Tensor values;
+  // [B, H, 1, d]: what ablated heads' outputs move to in kMean / kResample
+  // (zero for rows in other modes): o' = o + (1 - m) * output_fill, with o
+  // computed from the m-scaled probabilities. Needs `values`.
+  torch::Tensor output_fill;
+  // Activation patching (activation_patch.h): where `patch_where` (bool
+  // [B, H, T, 1]) is true the head output is replaced by `patch_values`
+  // ([1, H, T, d]), exactly.
+  torch::Tensor patch_where;
+  torch::Tensor patch_values;
 };
 
 // The ablation modes' formulas, both in bert_layer.cc: a new AblationMode is
@@ -70,13 +81,16 @@ torch::Tensor ApplyHeadMask(const torch::Tensor& probs, const LayerMask& mask,
 class BertSelfAttentionImpl : public torch::nn::Module {
  public:
   BertSelfAttentionImpl(const BertConfig& config, double attention_dropout);
-  // hidden [B, T, D] -> context [B, Q, D]; `*probs_out` (when not null) gets
-  // the post-mask probabilities [B, H, Q, T]. Q = T, or `query_rows` when
-  // > 0: only the first Q positions are queried (keys and values still come
-  // from all T), e.g. Q = 1 in the last layer when only [CLS] is read.
+  // hidden [B, T, D] -> context [B, Q, D] (every head's output, after
+  // the mask's output fill and patches; `*outputs_out` gets it when not
+  // null); `*probs_out` (when not null) gets the post-mask probabilities
+  // [B, H, Q, T]. Q = T, or `query_rows` when > 0: only the first Q
+  // positions are queried (keys and values still come from all T), e.g.
+  // Q = 1 in the last layer when only [CLS] is read.
   torch::Tensor forward(const torch::Tensor& hidden,
                         const AttentionContext& context, const LayerMask& mask,
-                        torch::Tensor* probs_out, int64_t query_rows = 0);
+                        torch::Tensor* probs_out, int64_t query_rows = 0,
+                        torch::Tensor* outputs_out = nullptr);
 
  private:
   int num_heads_;
@@ -108,7 +122,8 @@ class BertAttentionImpl : public torch::nn::Module {
   // As BertSelfAttention::forward, then the residual block: [B, Q, D].
   torch::Tensor forward(const torch::Tensor& hidden,
                         const AttentionContext& context, const LayerMask& mask,
-                        torch::Tensor* probs_out, int64_t query_rows = 0);
+                        torch::Tensor* probs_out, int64_t query_rows = 0,
+                        torch::Tensor* outputs_out = nullptr);
 
  private:
   BertSelfAttention self_{nullptr};
@@ -133,9 +148,11 @@ class BertLayerImpl : public torch::nn::Module {
                 double attention_dropout);
   // hidden [B, T, D] -> [B, T, D], or [B, Q, D] for query_rows Q > 0 (the
   // first Q positions' outputs, each exactly as in the full pass).
+  // `*outputs_out`: the heads' outputs, as BertSelfAttention::forward.
   torch::Tensor forward(const torch::Tensor& hidden,
                         const AttentionContext& context, const LayerMask& mask,
-                        torch::Tensor* probs_out, int64_t query_rows = 0);
+                        torch::Tensor* probs_out, int64_t query_rows = 0,
+                        torch::Tensor* outputs_out = nullptr);
 
  private:
   BertAttention attention_{nullptr};

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/core/model/head_reference.h"
 
 namespace bertology {
 namespace {
@@ -40,39 +41,72 @@ struct BatchHeadMask {
   // [B, L, H] on the device in the compute dtype (nullptr rows all 1);
   // undefined when no row masks any head.
   torch::Tensor values;
+  // [B, L, H, d]: kMean / kResample rows' reference outputs (zeros for the
+  // other rows); undefined when no masked row is in those modes.
+  torch::Tensor output_fill;
   std::vector<bool> masked_layers;      // [L]: some row masks some head there
   std::vector<AblationMode> row_modes;  // [B]: kZero for rows without a mask
 };
 
+// Row r's reference outputs [L, H, d]: the mean, or draw `draw`'s example.
+torch::Tensor ReferenceOutputs(const HeadMask& mask, int draw) {
+  const HeadReference& ref = *mask.reference();
+  if (mask.mode() == AblationMode::kMean) return ref.mean;
+  const std::vector<int> order =
+      ResampleOrder(mask.draws().seed, static_cast<int>(ref.pooled.size(0)));
+  return ref.pooled[order[draw % order.size()]];
+}
+
 // Which layers are masked comes from HeadMask::AffectedHeads on the host, so
 // the pass never reads a tensor back to learn it.
 BatchHeadMask MakeBatchHeadMask(const std::vector<const HeadMask*>& masks,
-                                int64_t rows, int layers, int heads,
+                                const std::vector<int>& draws, int64_t rows,
+                                int layers, int heads, int head_size,
                                 const torch::Device& device,
                                 torch::ScalarType dtype) {
   BatchHeadMask out;
   out.masked_layers.assign(layers, false);
   out.row_modes.assign(rows, AblationMode::kZero);
-  bool any = false;
+  bool any = false, any_fill = false;
   for (const HeadMask* m : masks) {
     if (m == nullptr) continue;
     TORCH_CHECK(m->layers() == layers && m->heads() == heads,
                 "head mask of shape ", m->layers(), "x", m->heads(),
                 " for a model of ", layers, "x", heads);
-    for (const LayerHead& lh : m->AffectedHeads()) {
+    const std::vector<LayerHead> affected = m->AffectedHeads();
+    for (const LayerHead& lh : affected) {
       out.masked_layers[lh.layer] = any = true;
+    }
+    if (ModeNeedsReference(m->mode()) && !affected.empty()) {
+      TORCH_CHECK(m->reference() != nullptr, "a head mask in mode ",
+                  AblationModeName(m->mode()), " without reference statistics");
+      any_fill = true;
     }
   }
   if (!any) return out;  // no mask at all: the probabilities stay untouched
   torch::Tensor values = torch::ones({rows, layers, heads}, torch::kFloat);
   float* v = values.data_ptr<float>();
+  std::vector<torch::Tensor> fills;
+  torch::Tensor zeros;
+  if (any_fill) {
+    zeros = torch::zeros({layers, heads, head_size},
+                         torch::TensorOptions().dtype(dtype).device(device));
+  }
   for (int64_t r = 0; r < rows; ++r) {
-    if (masks[r] == nullptr) continue;
-    std::copy(masks[r]->values().begin(), masks[r]->values().end(),
-              v + r * layers * heads);
-    out.row_modes[r] = masks[r]->mode();
+    const HeadMask* m = masks[r];
+    if (m != nullptr) {
+      std::copy(m->values().begin(), m->values().end(), v + r * layers * heads);
+      out.row_modes[r] = m->mode();
+    }
+    if (!any_fill) continue;
+    if (m != nullptr && ModeNeedsReference(m->mode()) && !m->IsIdentity()) {
+      fills.push_back(ReferenceOutputs(*m, draws.empty() ? 0 : draws[r]));
+    } else {
+      fills.push_back(zeros);
+    }
   }
   out.values = values.to(device, dtype);
+  if (any_fill) out.output_fill = torch::stack(fills);
   return out;
 }
 
@@ -93,6 +127,93 @@ BatchHeadMask TensorHeadMask(const torch::Tensor& mask_tensor,
   out.masked_layers.assign(layers, true);
   out.row_modes.assign(rows, mode);
   return out;
+}
+
+// An ActivationPatch as per-layer tensors: where each layer's rows take the
+// source's values.
+class PatchPlan {
+ public:
+  PatchPlan() = default;
+  void Build(const ActivationPatch& patch, int64_t rows, int64_t t, int layers,
+             int heads, int head_size) {
+    TORCH_CHECK(static_cast<int64_t>(patch.row_sites.size()) == rows,
+                "activation patch: one site list per row");
+    const torch::Device device = patch.layer_inputs.device();
+    residual_.resize(layers + 1);
+    head_.resize(layers);
+    std::vector<torch::Tensor> residual_bits(layers + 1), head_bits(layers);
+    auto position_range = [&](int p) {
+      TORCH_CHECK(p >= -1 && p < t, "patch position ", p, " out of range [0, ",
+                  t, ")");
+      return p < 0 ? std::pair<int64_t, int64_t>(0, t)
+                   : std::pair<int64_t, int64_t>(p, p + 1);
+    };
+    for (int64_t r = 0; r < rows; ++r) {
+      for (const PatchSite& site : patch.row_sites[r]) {
+        const auto [p0, p1] = position_range(site.position);
+        if (site.kind == PatchSite::Kind::kResidual) {
+          TORCH_CHECK(site.layer >= 0 && site.layer <= layers,
+                      "patch layer out of range");
+          torch::Tensor& bits = residual_bits[site.layer];
+          if (!bits.defined()) bits = torch::zeros({rows, t, 1}, torch::kBool);
+          bits[r].narrow(0, p0, p1 - p0).fill_(true);
+        } else {
+          TORCH_CHECK(site.layer >= 0 && site.layer < layers &&
+                          site.head >= 0 && site.head < heads,
+                      "patch head out of range");
+          torch::Tensor& bits = head_bits[site.layer];
+          if (!bits.defined()) {
+            bits = torch::zeros({rows, heads, t, 1}, torch::kBool);
+          }
+          bits[r][site.head].narrow(0, p0, p1 - p0).fill_(true);
+        }
+      }
+    }
+    for (int l = 0; l <= layers; ++l) {
+      if (!residual_bits[l].defined()) continue;
+      residual_[l] = {residual_bits[l].to(device),
+                      patch.layer_inputs[l].unsqueeze(0)};  // [1, T, D]
+    }
+    for (int l = 0; l < layers; ++l) {
+      if (!head_bits[l].defined()) continue;
+      // [T, D] -> [1, H, T, d]
+      head_[l] = {head_bits[l].to(device), patch.head_outputs[l]
+                                               .view({t, heads, head_size})
+                                               .permute({1, 0, 2})
+                                               .unsqueeze(0)};
+    }
+  }
+  // True when layer `l`'s input (l = L: the encoder output) is patched.
+  bool Touches(int l) const {
+    return l < static_cast<int>(residual_.size()) &&
+           residual_[l].where.defined();
+  }
+  torch::Tensor PatchResidual(int l, const torch::Tensor& hidden) const {
+    if (!Touches(l)) return hidden;
+    const int64_t q = hidden.size(1);  // 1 after a [CLS]-only last layer
+    return torch::where(residual_[l].where.narrow(1, 0, q),
+                        residual_[l].values.narrow(1, 0, q), hidden);
+  }
+  void PatchHeads(int l, LayerMask* mask) const {
+    if (l >= static_cast<int>(head_.size()) || !head_[l].where.defined()) {
+      return;
+    }
+    mask->patch_where = head_[l].where;
+    mask->patch_values = head_[l].values;
+  }
+
+ private:
+  struct Where {
+    torch::Tensor where, values;
+  };
+  std::vector<Where> residual_, head_;
+};
+
+PatchPlan MakePatchPlan(const ActivationPatch* patch, int64_t rows, int64_t t,
+                        int layers, int heads, int head_size) {
+  PatchPlan plan;
+  if (patch != nullptr) plan.Build(*patch, rows, t, layers, heads, head_size);
+  return plan;
 }
 
 std::string ShapeString(const torch::Tensor& t) {
@@ -159,6 +280,7 @@ BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(
     HeadKind kind)
     : num_layers_(config.num_hidden_layers),
       num_heads_(config.num_attention_heads),
+      head_size_(config.head_size()),
       kind_(num_labels > 0 ? kind : HeadKind::kEncoder) {
   if (kind_ == HeadKind::kEncoder) num_labels = 0;
   bert = register_module(
@@ -177,7 +299,68 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
     const torch::Tensor& attention_mask,
     const std::vector<const HeadMask*>& masks, const ForwardOptions& options,
     const torch::Tensor& start_hidden, const torch::Tensor& mask_tensor,
-    AblationMode mask_mode) {
+    AblationMode mask_mode, const ActivationPatch* patch) {
+  // kResample rows run once per draw: row r becomes draws[r].count rows.
+  std::vector<int64_t> source;
+  std::vector<int> draws;
+  std::vector<const HeadMask*> expanded_masks;
+  bool expand = false;
+  for (size_t r = 0; r < masks.size(); ++r) {
+    const HeadMask* m = masks[r];
+    const int n =
+        m != nullptr && m->mode() == AblationMode::kResample && !m->IsIdentity()
+            ? std::max(1, m->draws().count)
+            : 1;
+    expand = expand || n > 1;
+    for (int k = 0; k < n; ++k) {
+      source.push_back(static_cast<int64_t>(r));
+      draws.push_back(k);
+      expanded_masks.push_back(m);
+    }
+  }
+  if (!expand) {
+    return RunRows(input_ids, token_type_ids, attention_mask, masks, draws,
+                   options, start_hidden, mask_tensor, mask_mode, patch);
+  }
+  TORCH_CHECK(patch == nullptr, "activation patches with resample draws");
+  const int64_t b = input_ids.size(0);
+  const torch::Tensor index =
+      torch::tensor(source, torch::kLong).to(input_ids.device());
+  auto pick = [&](const torch::Tensor& t) {
+    return t.defined() ? t.index_select(0, index) : t;
+  };
+  BertRunOutput wide =
+      RunRows(pick(input_ids), pick(token_type_ids), pick(attention_mask),
+              expanded_masks, draws, options, pick(start_hidden), mask_tensor,
+              mask_mode, nullptr);
+  // The mean over each row's draws, added in draw order.
+  std::vector<float> count(b, 0.0f);
+  for (int64_t r : source) count[r] += 1.0f;
+  auto mean = [&](const torch::Tensor& t) {
+    std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+    shape[0] = b;
+    std::vector<int64_t> count_shape(t.dim(), 1);
+    count_shape[0] = b;
+    const torch::Tensor n = torch::tensor(count, torch::kFloat)
+                                .to(t.device(), t.scalar_type())
+                                .view(count_shape);
+    return torch::zeros(shape, t.options()).index_add_(0, index, t) / n;
+  };
+  BertRunOutput out;
+  if (wide.logits.defined()) out.logits = mean(wide.logits);
+  for (auto& [l, t] : wide.attentions) out.attentions[l] = mean(t);
+  for (auto& [l, t] : wide.hidden) out.hidden[l] = mean(t);
+  for (auto& [l, t] : wide.head_outputs) out.head_outputs[l] = mean(t);
+  return out;
+}
+
+BertRunOutput BertForSequenceClassificationImpl::RunRows(
+    const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
+    const torch::Tensor& attention_mask,
+    const std::vector<const HeadMask*>& masks, const std::vector<int>& draws,
+    const ForwardOptions& options, const torch::Tensor& start_hidden,
+    const torch::Tensor& mask_tensor, AblationMode mask_mode,
+    const ActivationPatch* patch) {
   TORCH_CHECK(!options.compute_logits || has_classifier(),
               "compute_logits on a model without a classifier");
   const int64_t b = input_ids.size(0);
@@ -196,15 +379,20 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
   context.extended_mask = (1 - mask) * LowestValue(dtype);
   TORCH_CHECK(!mask_tensor.defined() || masks.empty(),
               "mask_tensor and per-row head masks together");
+  TORCH_CHECK(!mask_tensor.defined() || !ModeNeedsReference(mask_mode),
+              "mask_tensor in mode ", AblationModeName(mask_mode),
+              " (no reference)");
   const BatchHeadMask head_mask =
       mask_tensor.defined()
           ? TensorHeadMask(mask_tensor, mask_mode, b, num_layers_, num_heads_,
                            dtype)
-          : MakeBatchHeadMask(masks, b, num_layers_, num_heads_,
-                              input_ids.device(), dtype);
+          : MakeBatchHeadMask(masks, draws, b, num_layers_, num_heads_,
+                              head_size_, input_ids.device(), dtype);
   if (head_mask.values.defined()) {
     context.fills = MakeAblationFills(head_mask.row_modes, mask);
   }
+  const PatchPlan patches =
+      MakePatchPlan(patch, b, t, num_layers_, num_heads_, head_size_);
 
   BertRunOutput out;
   auto captured = [&](int layer) { return capture_hidden[layer]; };
@@ -219,23 +407,33 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
     hidden = start_hidden;
   }
   for (int l = options.start_layer; l < num_layers_; ++l) {
+    hidden = patches.PatchResidual(l, hidden);
     capture(l, hidden);
     LayerMask layer_mask;
     if (head_mask.masked_layers[l]) {
       layer_mask.values = head_mask.values.select(1, l);  // [B, H]
+      if (head_mask.output_fill.defined()) {
+        layer_mask.output_fill =
+            head_mask.output_fill.select(1, l).unsqueeze(2);  // [B, H, 1, d]
+      }
     }
+    patches.PatchHeads(l, &layer_mask);
     const bool want_probs = want_attention[l];
     // A token classifier reads every position of the last layer.
-    const bool cls_only = l == num_layers_ - 1 && options.cls_only_last_layer &&
-                          options.compute_logits &&
-                          kind_ == HeadKind::kSequenceClassification &&
-                          !want_probs && !captured(num_layers_);
-    torch::Tensor probs;
-    hidden = bert->encoder->layer(l).forward(hidden, context, layer_mask,
-                                             want_probs ? &probs : nullptr,
-                                             cls_only ? 1 : 0);
+    const bool cls_only =
+        l == num_layers_ - 1 && options.cls_only_last_layer &&
+        options.compute_logits && kind_ == HeadKind::kSequenceClassification &&
+        !want_probs && !captured(num_layers_) &&
+        !options.capture_head_outputs && !patches.Touches(num_layers_);
+    torch::Tensor probs, head_outputs;
+    hidden = bert->encoder->layer(l).forward(
+        hidden, context, layer_mask, want_probs ? &probs : nullptr,
+        cls_only ? 1 : 0,
+        options.capture_head_outputs ? &head_outputs : nullptr);
     if (want_probs) out.attentions[l] = probs;
+    if (options.capture_head_outputs) out.head_outputs[l] = head_outputs;
   }
+  hidden = patches.PatchResidual(num_layers_, hidden);
   capture(num_layers_, hidden);
 
   if (options.compute_logits) {

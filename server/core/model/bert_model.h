@@ -28,6 +28,7 @@
 #include "server/core/checkpoint/bert_config.h"
 #include "server/core/checkpoint/bert_head.h"
 #include "server/core/checkpoint/state_dict.h"
+#include "server/core/model/activation_patch.h"
 #include "server/core/model/bert_layer.h"
 #include "server/core/model/forward_options.h"
 
@@ -95,8 +96,9 @@ struct BertRunOutput {
   // [B, C] (sequence classifier) or [B, T, C] (token classifier), compute
   // dtype, device.
   torch::Tensor logits;
-  std::map<int, torch::Tensor> attentions;  // layer -> [B, H, T, T]
-  std::map<int, torch::Tensor> hidden;      // layer -> [B, T, D]
+  std::map<int, torch::Tensor> attentions;    // layer -> [B, H, T, T]
+  std::map<int, torch::Tensor> hidden;        // layer -> [B, T, D]
+  std::map<int, torch::Tensor> head_outputs;  // layer -> [B, T, D]
 };
 
 class BertForSequenceClassificationImpl : public torch::nn::Module {
@@ -129,7 +131,15 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
   // importance, server/core/importance/): the values stay in the autograd
   // graph (converted to the compute dtype differentiably), so the caller
   // runs with grad enabled and outside InferenceMode. The HeadMask path
-  // above is unchanged by it.
+  // above is unchanged by it. Only kZero and kUniform (no reference).
+  //
+  // Masks in kMean / kResample need their reference (HeadMask::reference,
+  // on this device in the compute dtype). A kResample row with n draws runs
+  // as n rows, one per draw; its outputs (logits, attentions, hidden, head
+  // outputs) are the mean over its draws.
+  //
+  // `patch` (when not null; no masks then) patches each row's sites with
+  // the source run's activations (activation_patch.h).
   BertRunOutput Run(const torch::Tensor& input_ids,
                     const torch::Tensor& token_type_ids,
                     const torch::Tensor& attention_mask,
@@ -137,15 +147,28 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
                     const ForwardOptions& options,
                     const torch::Tensor& start_hidden = torch::Tensor(),
                     const torch::Tensor& mask_tensor = torch::Tensor(),
-                    AblationMode mask_mode = AblationMode::kZero);
+                    AblationMode mask_mode = AblationMode::kZero,
+                    const ActivationPatch* patch = nullptr);
 
   BertModel bert{nullptr};
   torch::nn::Dropout dropout{nullptr};
   torch::nn::Linear classifier{nullptr};  // null without a classifier
 
  private:
+  // Run after the resample expansion: row r is draw `draws[r]` of its mask
+  // (empty: every row draw 0).
+  BertRunOutput RunRows(const torch::Tensor& input_ids,
+                        const torch::Tensor& token_type_ids,
+                        const torch::Tensor& attention_mask,
+                        const std::vector<const HeadMask*>& masks,
+                        const std::vector<int>& draws,
+                        const ForwardOptions& options,
+                        const torch::Tensor& start_hidden,
+                        const torch::Tensor& mask_tensor,
+                        AblationMode mask_mode, const ActivationPatch* patch);
   int num_layers_;
   int num_heads_;
+  int head_size_;
   HeadKind kind_;
 };
 TORCH_MODULE(BertForSequenceClassification);

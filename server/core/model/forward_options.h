@@ -20,6 +20,11 @@ struct ForwardOptions {
   // [start_layer, L]; layer L means the encoder output. Tensor level only
   // (ForwardTensors).
   std::vector<int> capture_hidden;
+  // Return every layer's head outputs (the attention context p @ V after
+  // the mask, before the output projection), [B, T, D] per layer in
+  // [start_layer, L); heads are D's consecutive slices of head_size. Tensor
+  // level only. Runs the last layer in full.
+  bool capture_head_outputs = false;
   // Run pooler + classifier (FAILED_PRECONDITION on a plain BertModel).
   bool compute_logits = true;
   // Logits read only [CLS] of the last layer, so its queries, output

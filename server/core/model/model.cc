@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/core/checkpoint/checkpoint.h"
 #include "server/core/model/bert_model.h"
+#include "server/core/model/head_reference.h"
 #include "server/core/model/model_tensors.h"
 #include "server/core/status_macros.h"
 #include "server/core/tokenizer/vocab.h"
@@ -184,6 +185,34 @@ absl::Status Model::CheckHeadMask(const HeadMask& mask,
         absl::StrCat(field, " has shape ", mask.layers(), "x", mask.heads(),
                      "; the model has ", config_.num_hidden_layers, "x",
                      config_.num_attention_heads));
+  }
+  if (!ModeNeedsReference(mask.mode()) || mask.IsIdentity()) {
+    return absl::OkStatus();
+  }
+  const char* mode = AblationModeName(mask.mode());
+  const HeadReference* ref = mask.reference().get();
+  if (ref == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " is in mode ", mode,
+                     " without reference statistics (ComputeHeadStatistics)"));
+  }
+  const std::vector<int64_t> shape = {config_.num_hidden_layers,
+                                      config_.num_attention_heads,
+                                      config_.head_size()};
+  if (!ref->mean.defined() || !ref->mean.sizes().equals(shape) ||
+      !ref->pooled.defined() || ref->pooled.dim() != 4 ||
+      ref->pooled.size(0) == 0 || ref->mean.device() != placement_->device ||
+      ref->mean.scalar_type() != placement_->dtype) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, "'s reference statistics ", ref->id,
+        " were not computed on this model (shape, device or dtype differ)"));
+  }
+  if (mask.mode() == AblationMode::kResample &&
+      (mask.draws().count < 1 ||
+       mask.draws().count > ResampleDraws::kMaxCount)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " asks for ", mask.draws().count,
+        " resample draws; must be in [1, ", ResampleDraws::kMaxCount, "]"));
   }
   return absl::OkStatus();
 }

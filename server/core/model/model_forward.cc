@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/core/model/bert_model.h"
+#include "server/core/model/head_reference.h"
 #include "server/core/model/model.h"
 #include "server/core/model/model_tensors.h"
 #include "server/core/status_macros.h"
@@ -150,6 +151,23 @@ absl::Status Model::CheckForward(const ModelInput& input,
     return absl::InvalidArgumentError(
         absl::StrCat("masks has ", masks.size(), " entries for ", b, " rows"));
   }
+  if (input.patch != nullptr) {
+    if (!masks.empty()) {
+      return absl::InvalidArgumentError("activation patches with head masks");
+    }
+    if (static_cast<int64_t>(input.patch->row_sites.size()) != b) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("patch has ", input.patch->row_sites.size(),
+                       " site lists for ", b, " rows"));
+    }
+    const int64_t d = config_.hidden_size;
+    if (!HasShape(input.patch->head_outputs, {num_layers, t, d}) ||
+        !HasShape(input.patch->layer_inputs, {num_layers + 1, t, d})) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("patch activations must be [", num_layers, ", ", t, ", ",
+                       d, "] and [", num_layers + 1, ", ", t, ", ", d, "]"));
+    }
+  }
   for (size_t r = 0; r < masks.size(); ++r) {
     if (masks[r] == nullptr) continue;
     RETURN_IF_ERROR(
@@ -170,9 +188,11 @@ absl::Status Model::CheckForward(const ModelInput& input,
 
 absl::StatusOr<ForwardOutput> Model::Forward(
     const std::vector<ModelRow>& rows, const ForwardOptions& options) const {
-  if (options.start_layer != 0 || !options.capture_hidden.empty()) {
+  if (options.start_layer != 0 || !options.capture_hidden.empty() ||
+      options.capture_head_outputs) {
     return absl::InvalidArgumentError(
-        "start_layer and capture_hidden work on tensors: use ForwardTensors");
+        "start_layer, capture_hidden and capture_head_outputs work on "
+        "tensors: use ForwardTensors");
   }
   std::vector<const Encoding*> encodings;
   std::vector<const HeadMask*> masks;
@@ -210,7 +230,8 @@ absl::StatusOr<TensorOutput> Model::ForwardTensors(
     }
     BertRunOutput out =
         module_->Run(input.input_ids, input.token_type_ids,
-                     input.attention_mask, masks, options, start_hidden);
+                     input.attention_mask, masks, options, start_hidden,
+                     torch::Tensor(), AblationMode::kZero, input.patch.get());
     TensorOutput result;
     if (out.logits.defined()) {
       result.logits = out.logits.to(torch::kCPU, torch::kFloat);
@@ -219,6 +240,7 @@ absl::StatusOr<TensorOutput> Model::ForwardTensors(
       result.attentions[layer] = probs.to(torch::kCPU, torch::kFloat);
     }
     result.hidden = std::move(out.hidden);
+    result.head_outputs = std::move(out.head_outputs);
     return result;
   });
 }

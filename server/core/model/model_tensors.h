@@ -8,7 +8,9 @@
 #include <torch/types.h>
 
 #include <map>
+#include <memory>
 
+#include "server/core/model/activation_patch.h"
 #include "server/core/model/model.h"
 
 namespace bertology {
@@ -22,6 +24,10 @@ struct ModelInput {
   // hidden state of layer ForwardOptions::start_layer when that is > 0,
   // e.g. captured by an unmasked pass (capture_hidden). Else undefined.
   torch::Tensor start_hidden;
+  // Activation patching (activation_patch.h): one site list per row, the
+  // source's activations on the model's device in the compute dtype. Null:
+  // nothing patched. Not with masks.
+  std::shared_ptr<const ActivationPatch> patch;
 };
 
 struct TensorOutput {
@@ -30,6 +36,9 @@ struct TensorOutput {
       attentions;  // layer -> [B, H, T, T] float32, CPU
   std::map<int, torch::Tensor>
       hidden;  // layer -> [B, T, D], model device/dtype
+  // ForwardOptions::capture_head_outputs: layer -> [B, T, D], model
+  // device/dtype.
+  std::map<int, torch::Tensor> head_outputs;
 };
 
 // A head mask as a tensor (Model::ForwardWithGrad): every row of the batch

@@ -16,6 +16,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/model/golden_util.h"
 #include "server/core/model/model_tensors.h"
 
 namespace bertology {
@@ -27,51 +28,15 @@ using json = nlohmann::json;
 constexpr double kLogitTol = 1e-4;
 constexpr double kAttentionTol = 1e-5;
 
-std::string SourceDir() {
-  const char* dir = std::getenv("BERTOLOGY_SOURCE_DIR");
-  return dir != nullptr ? dir : ".";
-}
+using golden::MaxAbsDiff;
+using golden::SourceDir;
+using golden::ToTensor;
 
 std::string GoldenModelDir() {
   return SourceDir() + "/tests/golden/tiny-bert-cls";
 }
 
-json ReadGolden() {
-  std::ifstream in(SourceDir() + "/tests/golden/tiny-bert-cls.golden.json");
-  EXPECT_TRUE(in.good()) << "golden file missing";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
-
-// A nested JSON array of numbers as a tensor of its shape.
-torch::Tensor ToTensor(const json& j, torch::ScalarType dtype) {
-  std::vector<int64_t> shape;
-  const json* cur = &j;
-  while (cur->is_array()) {
-    shape.push_back(static_cast<int64_t>(cur->size()));
-    if (cur->empty()) break;
-    cur = &(*cur)[0];
-  }
-  std::vector<double> flat;
-  std::function<void(const json&)> walk = [&](const json& x) {
-    if (x.is_array()) {
-      for (const json& y : x) walk(y);
-    } else {
-      flat.push_back(x.get<double>());
-    }
-  };
-  walk(j);
-  return torch::tensor(flat, torch::kDouble).view(shape).to(dtype);
-}
-
-double MaxAbsDiff(const torch::Tensor& a, const torch::Tensor& b) {
-  EXPECT_EQ(a.sizes(), b.sizes());
-  return (a.to(torch::kDouble) - b.to(torch::kDouble))
-      .abs()
-      .max()
-      .item<double>();
-}
+json ReadGolden() { return golden::Read("tiny-bert-cls.golden.json"); }
 
 // The case's per-row masks as HeadMask values.
 std::vector<HeadMask> RowMasks(const json& c) {
