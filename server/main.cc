@@ -60,6 +60,10 @@ ABSL_FLAG(int, malloc_arenas, 2,
           "default (or MALLOC_ARENA_MAX).");
 ABSL_FLAG(int, batch_workers, 1,
           "Concurrent batched forward passes per model.");
+ABSL_FLAG(int, max_reference_sets, 16,
+          "Reference statistics sets (ComputeHeadStatistics, a sweep's "
+          "reference) each model holds for mean and resample ablation; the "
+          "oldest is dropped beyond");
 ABSL_FLAG(int, sweep_workers, 0,
           "Threads each SweepAblation runs its forward passes on, each with "
           "one libtorch and one OpenBLAS thread (OpenBLAS stays at one "
@@ -183,6 +187,7 @@ int main(int argc, char** argv) {
   options.max_queued_rows = absl::GetFlag(FLAGS_max_queued_rows);
   options.batch_workers = absl::GetFlag(FLAGS_batch_workers);
   options.sweep_workers = absl::GetFlag(FLAGS_sweep_workers);
+  options.max_reference_sets = absl::GetFlag(FLAGS_max_reference_sets);
   options.warmup_passes = absl::GetFlag(FLAGS_warmup_passes);
   options.max_connection_age =
       absl::Seconds(absl::GetFlag(FLAGS_max_connection_age_s));

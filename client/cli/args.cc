@@ -14,8 +14,12 @@ namespace bertology {
 namespace client {
 
 int Fail(const char* command, ExitCode code, const absl::Status& status) {
-  std::fprintf(stderr, "bertology %s: %s\n", command,
-               std::string(status.message()).c_str());
+  // An RPC the server does not know (an older server) fails with an empty
+  // message: the code is then all there is to say.
+  const std::string message = status.message().empty()
+                                  ? absl::StatusCodeToString(status.code())
+                                  : std::string(status.message());
+  std::fprintf(stderr, "bertology %s: %s\n", command, message.c_str());
   return code;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "client/cli/exit_codes.h"
 #include "client/cli/labeled_data.h"
 #include "client/cli/mask_flags.h"
+#include "client/cli/reference_statistics.h"
 #include "client/render/file_output.h"
 #include "client/render/head_grid_figures.h"
 #include "nlohmann/json.hpp"
@@ -220,6 +222,10 @@ int RunAnalyze(const Argv& argv) {
   auto stub = v1::Bertology::NewStub(*channel);
   auto info = FetchModelInfo(stub.get(), args);
   if (!info.ok()) return Fail(kCommand, kExitRpc, info.status());
+  if (std::optional<int> e = ResolveMaskStatistics(kCommand, stub.get(), args,
+                                                   args.Has("data"), &*mask)) {
+    return *e;
+  }
 
   v1::AnalyzeHeadsRequest request;
   request.set_model(args.Get("model"));

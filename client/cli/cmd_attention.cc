@@ -3,6 +3,7 @@
 // --out-dir, as pictures: the HTML head view and one SVG heatmap per head.
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "client/cli/connection.h"
 #include "client/cli/exit_codes.h"
 #include "client/cli/mask_flags.h"
+#include "client/cli/reference_statistics.h"
 #include "client/render/attention_page.h"
 #include "client/render/file_output.h"
 
@@ -101,6 +103,13 @@ int RunAttention(const Argv& argv) {
   auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
   if (!channel.ok()) return Fail("attention", kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
+  // --text-a is the text here, not a column: the reference file is read
+  // with the default columns.
+  if (std::optional<int> e = ResolveMaskStatistics(
+          "attention", stub.get(), args,
+          /*column_flags=*/false, request.mutable_head_mask())) {
+    return *e;
+  }
   auto context = NewContext(args);
   if (!context.ok()) return Fail("attention", kExitUsage, context.status());
   v1::GetAttentionResponse response;

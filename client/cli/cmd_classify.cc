@@ -2,6 +2,7 @@
 // flags or for a dataset file (then also the accuracy when it has labels).
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -10,6 +11,7 @@
 #include "client/cli/exit_codes.h"
 #include "client/cli/labeled_data.h"
 #include "client/cli/mask_flags.h"
+#include "client/cli/reference_statistics.h"
 #include "nlohmann/json.hpp"
 
 namespace bertology {
@@ -104,6 +106,11 @@ int RunClassify(const Argv& argv) {
   auto stub = v1::Bertology::NewStub(*channel);
   auto info = FetchModelInfo(stub.get(), args);
   if (!info.ok()) return Fail("classify", kExitRpc, info.status());
+  // --reference's columns are --data's when there is a dataset.
+  if (std::optional<int> e = ResolveMaskStatistics("classify", stub.get(), args,
+                                                   args.Has("data"), &*mask)) {
+    return *e;
+  }
   const std::vector<std::string> labels(info->model.label_names().begin(),
                                         info->model.label_names().end());
   const bool per_token =

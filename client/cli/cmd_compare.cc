@@ -212,6 +212,14 @@ int RunCompare(const Argv& argv) {
   }
   auto mask = ParseHeadMask(args);
   if (!mask.ok()) return Fail(kCommand, kExitUsage, mask.status());
+  // Statistics belong to one model and this command runs two: an id
+  // computed beforehand (bertology statistics) is the caller's choice.
+  if (args.Has("reference")) {
+    return Fail(kCommand, kExitUsage,
+                absl::InvalidArgumentError(
+                    "compare runs two models: pass --statistics=ID "
+                    "(bertology statistics) instead of --reference"));
+  }
   v1::CompareAttentionRequest request;
   request.set_model_a(args.Get("model-a"));
   request.set_model_b(args.Get("model-b"));

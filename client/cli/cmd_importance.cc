@@ -19,6 +19,7 @@
 #include "client/cli/exit_codes.h"
 #include "client/cli/labeled_data.h"
 #include "client/cli/mask_flags.h"
+#include "client/cli/reference_statistics.h"
 #include "client/render/file_output.h"
 #include "client/render/head_grid_figures.h"
 #include "client/render/prune_curve_figure.h"
@@ -178,6 +179,10 @@ int RunImportance(const Argv& argv) {
   if (!mask.ok()) return Fail(kCommand, kExitUsage, mask.status());
   Job job;
   if (auto failed = PrepareJob(kCommand, args, &job)) return *failed;
+  if (auto failed = ResolveMaskStatistics(kCommand, job.stub.get(), args,
+                                          /*column_flags=*/true, &*mask)) {
+    return *failed;
+  }
   v1::HeadImportanceRequest request;
   request.set_model(args.Get("model"));
   *request.mutable_head_mask() = *mask;

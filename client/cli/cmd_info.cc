@@ -32,6 +32,14 @@ int RunInfo(const Argv& argv) {
   if (!s.ok()) return Fail("info", kExitRpc, s);
   nlohmann::json models = nlohmann::json::array();
   for (const v1::ModelInfo& m : response.models()) {
+    // The ids `--statistics` takes for mean/resample ablation.
+    nlohmann::json statistics = nlohmann::json::array();
+    for (const v1::ReferenceStatistics& s : m.statistics()) {
+      statistics.push_back({{"id", s.id()},
+                            {"examples", s.examples()},
+                            {"tokens", s.tokens()},
+                            {"truncated_examples", s.truncated_examples()}});
+    }
     models.push_back(
         {{"name", m.name()},
          {"default", m.is_default()},
@@ -48,7 +56,8 @@ int RunInfo(const Argv& argv) {
          {"labels", std::vector<std::string>(m.label_names().begin(),
                                              m.label_names().end())},
          {"dtype", m.dtype()},
-         {"device", m.device()}});
+         {"device", m.device()},
+         {"statistics", statistics}});
   }
   const v1::ServerLimits& l = response.limits();
   nlohmann::json out{{"models", models},

@@ -45,6 +45,10 @@ constexpr char kUsage[] =
     "--label=label --heads --layers \\\n    --random=0.1,10,1 "
     "--progress-file=sweep.progress.jsonl --out-dir=sweep/\n"
     "Low vs high layers: --random=0.2,10,0,0-5 --random=0.2,10,0,6-11.\n"
+    "Mean ablation: --mode=mean --reference=train.tsv (same column flags as "
+    "--data; each\nreplica computes the statistics once) or "
+    "--statistics=ID (bertology statistics);\n--mode=resample also takes "
+    "--draws=N --seed=S.\n"
     "A dns:/// target is looked up here: one replica per address (the pods "
     "of a\nheadless Service), each with --max-inflight shards, looked up "
     "again every\n--resolve-interval seconds. A call cut part-way (a "
@@ -200,6 +204,7 @@ struct SweepSetup {
   // From the flags (ParseSchedulerFlags).
   std::vector<v1::MaskSpec> specs;
   v1::AblationMode mode = v1::ABLATION_MODE_ZERO;
+  v1::ResampleOptions resample;
   std::vector<ChannelTarget> targets;
   SchedulerOptions options;
   int masks_per_shard = 0;     // 0: from the replicas seen
@@ -221,6 +226,11 @@ std::optional<StepError> ParseSchedulerFlags(const Args& args,
   auto mode = ParseMode(args);
   if (!mode.ok()) return StepError{kExitUsage, mode.status()};
   setup->mode = *mode;
+  absl::Status reference = CheckReferenceFlags(args, *mode);
+  if (!reference.ok()) return StepError{kExitUsage, reference};
+  auto resample = ParseResample(args);
+  if (!resample.ok()) return StepError{kExitUsage, resample.status()};
+  setup->resample = *resample;
   auto inflight = args.GetInt("max-inflight", 2);
   auto timeout = args.GetDouble("shard-timeout", 600);
   auto attempts = args.GetInt("retries", 6);
@@ -283,6 +293,17 @@ std::optional<StepError> PlanJob(const Args& args, ShardExecutor* executor,
   job.model_identity = model.identity();
   job.mode = setup->mode;
   job.max_batch_rows = setup->batch_rows;
+  // The reference travels with every shard rather than as an id computed
+  // here first: each replica computes it on first use, and a replica that
+  // joins later (dns:///) needs no id it never saw.
+  job.statistics = args.Get("statistics");
+  if (args.Has("reference")) {
+    auto reference = LoadTextInputs(args.Get("reference"), args,
+                                    /*column_flags=*/true);
+    if (!reference.ok()) return StepError{kExitData, reference.status()};
+    job.reference = *std::move(reference);
+  }
+  if (setup->mode == v1::ABLATION_MODE_RESAMPLE) job.resample = setup->resample;
   job.examples = std::move(data->examples);
   job.masks = *std::move(masks);
   const int num_masks = static_cast<int>(job.masks.size());
@@ -334,8 +355,7 @@ void PrintRunSummary(const SweepSetup& setup, const SweepReport& run) {
 // stdout when no file is asked for).
 int WriteResults(const Args& args, const SweepSetup& setup,
                  const SweepReport& run) {
-  const std::string mode_name =
-      setup.mode == v1::ABLATION_MODE_UNIFORM ? "uniform" : "zero";
+  const std::string mode_name = ModeName(setup.mode);
   const std::string& model = setup.info.model.name();
   if (args.Has("out-csv")) {
     absl::Status s = WriteFile(args.Get("out-csv"), SweepCsv(run.summary));

@@ -22,6 +22,8 @@ int RunImportance(const Argv& argv);  // cmd_importance.cc
 int RunPrune(const Argv& argv);       // cmd_importance.cc
 int RunCompare(const Argv& argv);     // cmd_compare.cc
 int RunSegment(const Argv& argv);     // cmd_segment.cc
+int RunStatistics(const Argv& argv);  // cmd_statistics.cc
+int RunPatch(const Argv& argv);       // cmd_patch.cc
 
 // Parses `argv` with `flags` (plus --help); prints the help and sets *exit
 // to 0 for --help, prints the error and sets *exit to 2 for a usage error;

@@ -117,6 +117,30 @@ absl::StatusOr<std::vector<int>> MapWordLabels(
   return out;
 }
 
+// --format and --header into `o`.
+absl::Status ReadFormatFlags(const Args& args, PairDatasetOptions* o) {
+  const std::string format = absl::AsciiStrToLower(args.Get("format", "auto"));
+  if (format == "tsv") {
+    o->format = PairDatasetOptions::Format::kTsv;
+  } else if (format == "csv") {
+    o->format = PairDatasetOptions::Format::kCsv;
+  } else if (format == "jsonl" || format == "json") {
+    o->format = PairDatasetOptions::Format::kJsonl;
+  } else if (format != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format=", format, " is not auto, tsv, csv or jsonl"));
+  }
+  const std::string header = args.Get("header", "auto");
+  if (header == "yes") {
+    o->header = PairDatasetOptions::Header::kYes;
+  } else if (header == "no") {
+    o->header = PairDatasetOptions::Header::kNo;
+  } else if (header != "auto") {
+    return absl::InvalidArgumentError("--header is auto, yes or no");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::vector<std::string> WithNoLabelByDefault(std::vector<std::string> argv) {
@@ -140,25 +164,8 @@ absl::StatusOr<LoadedData> LoadLabeledData(
   const std::string path = args.Get("data");
   if (path.empty()) return absl::InvalidArgumentError("--data is required");
   PairDatasetOptions o;
-  const std::string format = absl::AsciiStrToLower(args.Get("format", "auto"));
-  if (format == "tsv") {
-    o.format = PairDatasetOptions::Format::kTsv;
-  } else if (format == "csv") {
-    o.format = PairDatasetOptions::Format::kCsv;
-  } else if (format == "jsonl" || format == "json") {
-    o.format = PairDatasetOptions::Format::kJsonl;
-  } else if (format != "auto") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--format=", format, " is not auto, tsv, csv or jsonl"));
-  }
-  const std::string header = args.Get("header", "auto");
-  if (header == "yes") {
-    o.header = PairDatasetOptions::Header::kYes;
-  } else if (header == "no") {
-    o.header = PairDatasetOptions::Header::kNo;
-  } else if (header != "auto") {
-    return absl::InvalidArgumentError("--header is auto, yes or no");
-  }
+  absl::Status s = ReadFormatFlags(args, &o);
+  if (!s.ok()) return s;
   o.text_a = args.Get("text-a", "0");
   o.text_b = args.Get("text-b", "1");
   o.label = args.Get("label", "2");
@@ -203,6 +210,32 @@ absl::StatusOr<LoadedData> LoadLabeledData(
     data.examples.push_back(std::move(e));
   }
   return data;
+}
+
+absl::StatusOr<std::vector<v1::TextInput>> LoadTextInputs(
+    const std::string& path, const Args& args, bool column_flags) {
+  PairDatasetOptions o;
+  if (column_flags) {
+    absl::Status s = ReadFormatFlags(args, &o);
+    if (!s.ok()) return s;
+    o.text_a = args.Get("text-a", "0");
+    o.text_b = args.Get("text-b", "1");
+  }
+  o.label.clear();
+  absl::StatusOr<std::vector<PairExample>> rows = ReadPairDataset(path, o);
+  if (!rows.ok()) {
+    return absl::Status(absl::StatusCode::kDataLoss, rows.status().message());
+  }
+  if (rows->empty()) {
+    return absl::DataLossError(absl::StrCat(path, " has no inputs"));
+  }
+  std::vector<v1::TextInput> inputs;
+  for (PairExample& row : *rows) {
+    v1::TextInput& input = inputs.emplace_back();
+    input.set_text_a(std::move(row.text_a));
+    input.set_text_b(std::move(row.text_b));
+  }
+  return inputs;
 }
 
 }  // namespace client

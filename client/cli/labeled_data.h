@@ -60,6 +60,15 @@ absl::StatusOr<LoadedData> LoadLabeledData(
     const Args& args, const std::vector<std::string>& label_names,
     bool require_labels, LabelKind kind = LabelKind::kSequence);
 
+// The inputs of a dataset file with the labels ignored (mean/resample
+// ablation's reference set). `column_flags`: read --format, --header,
+// --text-a and --text-b as for --data (the reference file then has the
+// layout of the dataset); otherwise the defaults (columns 0 and 1), for
+// commands whose --text-a is a text, not a column. DATA_LOSS naming the
+// file for an unreadable or empty one.
+absl::StatusOr<std::vector<v1::TextInput>> LoadTextInputs(
+    const std::string& path, const Args& args, bool column_flags);
+
 }  // namespace client
 }  // namespace bertology
 

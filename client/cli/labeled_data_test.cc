@@ -54,6 +54,34 @@ TEST(LoadLabeledDataTest, ReadsColumnsAndNamesTheBadLine) {
   std::remove(path.c_str());
 }
 
+TEST(LoadTextInputsTest, ReadsTheInputsAndIgnoresLabels) {
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/reference-", getpid(), ".tsv");
+  {
+    std::ofstream out(path);
+    // A label no model knows: a reference set's labels are not read.
+    out << "s1\ts2\tlabel\nhello\tworld\tmaybe\nbye\tnow\t???\n";
+  }
+  auto args = Args::Parse({"--data=other.tsv", "--text-a=s2", "--text-b="},
+                          DatasetFlags());
+  ASSERT_TRUE(args.ok());
+  auto inputs = LoadTextInputs(path, *args, /*column_flags=*/true);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  ASSERT_EQ(inputs->size(), 2u);
+  EXPECT_EQ((*inputs)[0].text_a(), "world");
+  EXPECT_EQ((*inputs)[0].text_b(), "");
+  // Without the column flags (--text-a is a text): columns 0 and 1, no
+  // header.
+  auto defaults = LoadTextInputs(path, *args, /*column_flags=*/false);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  ASSERT_EQ(defaults->size(), 3u);
+  EXPECT_EQ((*defaults)[1].text_a(), "hello");
+  EXPECT_EQ((*defaults)[1].text_b(), "world");
+  EXPECT_FALSE(
+      LoadTextInputs(path + ".missing", *args, /*column_flags=*/false).ok());
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace client
 }  // namespace bertology

@@ -37,6 +37,10 @@ constexpr char kUsage[] =
     "difference map\n"
     "  segment    each head read as a word segmenter, scored against gold "
     "words\n"
+    "  statistics reference statistics (head means) for --mode=mean and "
+    "resample\n"
+    "  patch      activation patching of a clean and a corrupted input, per "
+    "head\n"
     "\n"
     "Exit codes:\n"
     "  0  success\n"
@@ -93,6 +97,8 @@ int main(int argc, char** argv) {
   if (command == "prune") return RunPrune(rest);
   if (command == "compare") return RunCompare(rest);
   if (command == "segment") return RunSegment(rest);
+  if (command == "statistics") return RunStatistics(rest);
+  if (command == "patch") return RunPatch(rest);
   std::fprintf(stderr, "bertology: unknown command '%s' (see --help)\n",
                command.c_str());
   return kExitUsage;

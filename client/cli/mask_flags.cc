@@ -29,16 +29,36 @@ absl::Status ParseLayerRange(const std::string& text, const char* flag,
 }  // namespace
 
 std::vector<FlagSpec> HeadMaskFlags() {
-  return {
+  std::vector<FlagSpec> flags = {
       {"ablate", true, "mask these heads, e.g. 2:3,4:0 (layer:head)", "L:H,.."},
       {"keep", true, "keep only these heads, mask all others", "L:H,.."},
-      {"mode", true, "zero (HF head_mask) or uniform (Kovaleva et al.)",
+      {"mode", true,
+       "zero (HF head_mask), uniform (Kovaleva et al.), mean or resample "
+       "(the head's output over reference inputs)",
        "MODE"},
+  };
+  for (FlagSpec& f : ReferenceFlags()) flags.push_back(f);
+  return flags;
+}
+
+std::vector<FlagSpec> ReferenceFlags() {
+  return {
+      {"statistics", true,
+       "mean/resample: reference statistics id on the server "
+       "(bertology statistics)",
+       "ID"},
+      {"reference", true,
+       "mean/resample: reference inputs (.tsv, .csv, .jsonl; labels ignored) "
+       "to compute the statistics from",
+       "FILE"},
+      {"draws", true, "resample: reference examples drawn per input (1-64)",
+       "N"},
+      {"seed", true, "resample: seed of the draws (default 0)", "S"},
   };
 }
 
 std::vector<FlagSpec> SweepSpecFlags() {
-  return {
+  std::vector<FlagSpec> flags = {
       {"heads", false, "one mask per single head (the layers x heads grid)"},
       {"layers", false, "one mask per whole layer"},
       {"random", true,
@@ -50,16 +70,83 @@ std::vector<FlagSpec> SweepSpecFlags() {
        "mask layers B-E (inclusive) except the listed heads; repeatable",
        "B-E[:L:H,..]"},
       {"mask", true, "one explicit mask of these heads; repeatable", "L:H,.."},
-      {"mode", true, "zero or uniform (default zero)", "MODE"},
+      {"mode", true, "zero, uniform, mean or resample (default zero)", "MODE"},
   };
+  for (FlagSpec& f : ReferenceFlags()) flags.push_back(f);
+  return flags;
 }
 
 absl::StatusOr<v1::AblationMode> ParseMode(const Args& args) {
   const std::string mode = args.Get("mode", "zero");
   if (mode == "zero") return v1::ABLATION_MODE_ZERO;
   if (mode == "uniform") return v1::ABLATION_MODE_UNIFORM;
+  if (mode == "mean") return v1::ABLATION_MODE_MEAN;
+  if (mode == "resample") return v1::ABLATION_MODE_RESAMPLE;
   return absl::InvalidArgumentError(
-      absl::StrCat("--mode=", mode, " is not zero or uniform"));
+      absl::StrCat("--mode=", mode, " is not zero, uniform, mean or resample"));
+}
+
+std::string ModeName(v1::AblationMode mode) {
+  switch (mode) {
+    case v1::ABLATION_MODE_UNIFORM:
+      return "uniform";
+    case v1::ABLATION_MODE_MEAN:
+      return "mean";
+    case v1::ABLATION_MODE_RESAMPLE:
+      return "resample";
+    default:
+      return "zero";
+  }
+}
+
+absl::StatusOr<v1::ResampleOptions> ParseResample(const Args& args) {
+  v1::ResampleOptions options;
+  absl::StatusOr<int> draws = args.GetInt("draws", 0);
+  if (!draws.ok()) return draws.status();
+  if (*draws < 0 || *draws > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--draws=", *draws, " is not in 1..64"));
+  }
+  uint64_t seed = 0;
+  if (args.Has("seed") && !absl::SimpleAtoi(args.Get("seed"), &seed)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--seed=", args.Get("seed"), " is not a non-negative integer"));
+  }
+  options.set_draws(*draws);
+  options.set_seed(seed);
+  return options;
+}
+
+absl::Status CheckReferenceFlags(const Args& args, v1::AblationMode mode) {
+  const bool reads_reference =
+      mode == v1::ABLATION_MODE_MEAN || mode == v1::ABLATION_MODE_RESAMPLE;
+  const std::string name = ModeName(mode);
+  if (!reads_reference) {
+    for (const char* flag : {"statistics", "reference", "draws", "seed"}) {
+      if (args.Has(flag)) {
+        const bool resample_only =
+            std::string(flag) == "draws" || std::string(flag) == "seed";
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", flag, " goes with --mode=",
+            resample_only ? "resample" : "mean or resample", ", not ", name));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (args.Has("statistics") && args.Has("reference")) {
+    return absl::InvalidArgumentError(
+        "--statistics and --reference exclude each other");
+  }
+  if (!args.Has("statistics") && !args.Has("reference")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--mode=", name, " needs --statistics=ID or --reference=FILE"));
+  }
+  if (mode != v1::ABLATION_MODE_RESAMPLE &&
+      (args.Has("draws") || args.Has("seed"))) {
+    return absl::InvalidArgumentError(
+        "--draws and --seed go with --mode=resample");
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::HeadList> ParseHeadList(const std::string& text,
@@ -87,6 +174,8 @@ absl::StatusOr<v1::HeadMask> ParseHeadMask(const Args& args) {
   }
   absl::StatusOr<v1::AblationMode> mode = ParseMode(args);
   if (!mode.ok()) return mode.status();
+  absl::Status reference = CheckReferenceFlags(args, *mode);
+  if (!reference.ok()) return reference;
   if (args.Has("ablate")) {
     absl::StatusOr<v1::HeadList> l =
         ParseHeadList(args.Get("ablate"), "ablate");
@@ -98,6 +187,12 @@ absl::StatusOr<v1::HeadMask> ParseHeadMask(const Args& args) {
     *mask.mutable_keep() = *l;
   }
   mask.set_mode(*mode);
+  mask.set_statistics(args.Get("statistics"));
+  if (*mode == v1::ABLATION_MODE_RESAMPLE) {
+    absl::StatusOr<v1::ResampleOptions> resample = ParseResample(args);
+    if (!resample.ok()) return resample.status();
+    *mask.mutable_resample() = *resample;
+  }
   return mask;
 }
 

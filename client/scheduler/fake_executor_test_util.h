@@ -85,6 +85,11 @@ class FakeExecutor : public ShardExecutor {
     absl::MutexLock lock(&mu_);
     return calls_[channel];
   }
+  // Every request Run was given, in call order.
+  std::vector<v1::SweepAblationRequest> requests() {
+    absl::MutexLock lock(&mu_);
+    return requests_;
+  }
   int total_calls() {
     absl::MutexLock lock(&mu_);
     int n = 0;
@@ -103,6 +108,7 @@ class FakeExecutor : public ShardExecutor {
       delay = delay_;
       cut_after = cut_after_;
       masks_sent_ += request.masks_size();
+      requests_.push_back(request);
     }
     absl::SleepFor(delay);
     {
@@ -167,6 +173,7 @@ class FakeExecutor : public ShardExecutor {
   std::vector<int> live_ ABSL_GUARDED_BY(mu_);
   int cut_after_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t masks_sent_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<v1::SweepAblationRequest> requests_ ABSL_GUARDED_BY(mu_);
   absl::Duration delay_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
 };
 

@@ -133,6 +133,11 @@ v1::SweepAblationRequest ScheduledSweep::Request(const Pending& p) const {
   if (job_.max_batch_rows > 0) {
     r.mutable_options()->set_max_batch_rows(job_.max_batch_rows);
   }
+  r.set_statistics(job_.statistics);
+  for (const v1::TextInput& input : job_.reference) *r.add_reference() = input;
+  if (job_.resample.draws() != 0 || job_.resample.seed() != 0) {
+    *r.mutable_resample() = job_.resample;
+  }
   for (int e = p.shard.example_begin; e < p.shard.example_end; ++e) {
     *r.add_examples() = job_.examples[e];
   }
@@ -488,6 +493,18 @@ std::string SweepFingerprint(const SweepJob& job,
   Fnv(&h, job.model_identity);
   Fnv(&h, absl::StrCat(job.mode, "/", sharding.masks_per_shard, "/",
                        sharding.examples_per_shard));
+  // Other reference statistics or draws score other numbers. Added only
+  // when set, so the progress files of zero/uniform sweeps keep their
+  // fingerprint.
+  if (!job.statistics.empty() || !job.reference.empty() ||
+      job.resample.draws() != 0 || job.resample.seed() != 0) {
+    Fnv(&h, absl::StrCat("statistics=", job.statistics, "/draws=",
+                         job.resample.draws(), "/seed=", job.resample.seed()));
+    for (const v1::TextInput& input : job.reference) {
+      Fnv(&h, input.text_a());
+      Fnv(&h, input.text_b());
+    }
+  }
   for (const PlannedMask& m : job.masks) {
     Fnv(&h, m.id);
     Fnv(&h, m.wire.SerializeAsString());

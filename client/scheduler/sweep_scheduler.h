@@ -57,6 +57,12 @@ struct SweepJob {
   std::string model_identity;
   v1::AblationMode mode = v1::ABLATION_MODE_ZERO;
   int max_batch_rows = 0;  // SweepOptions.max_batch_rows; 0: server default
+  // MEAN and RESAMPLE: SweepAblationRequest.statistics, .reference and
+  // .resample, sent with every shard (each replica computes a reference's
+  // statistics once and keeps them under the same id).
+  std::string statistics;
+  std::vector<v1::TextInput> reference;
+  v1::ResampleOptions resample;
   std::vector<v1::LabeledExample> examples;
   std::vector<PlannedMask> masks;
 };

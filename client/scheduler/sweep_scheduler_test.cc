@@ -80,6 +80,37 @@ TEST(SweepSchedulerTest, SurvivesADeadReplicaWithExactResults) {
   EXPECT_GT(clock.total_slept(), absl::ZeroDuration());  // backoff happened
 }
 
+TEST(SweepSchedulerTest, EveryShardCarriesTheReferenceStatistics) {
+  SweepJob job = Job(6, 8);
+  job.mode = v1::ABLATION_MODE_RESAMPLE;
+  job.statistics = "hs-0123456789abcdef";
+  job.reference.emplace_back().set_text_a("a reference input");
+  job.reference.emplace_back().set_text_a("another one");
+  job.resample.set_draws(4);
+  job.resample.set_seed(7);
+  SimulatedClock clock;
+  testing::FakeExecutor exec(2);
+  auto run = ScheduleSweep(job, &exec, Options(&clock, 2, 3));
+  ASSERT_TRUE(run.ok()) << run.status();
+  const auto requests = exec.requests();
+  ASSERT_EQ(requests.size(), 3u * 3u);  // 3 mask ranges x 3 example chunks
+  for (const v1::SweepAblationRequest& r : requests) {
+    EXPECT_EQ(r.mode(), v1::ABLATION_MODE_RESAMPLE);
+    EXPECT_EQ(r.statistics(), "hs-0123456789abcdef");
+    ASSERT_EQ(r.reference_size(), 2);
+    EXPECT_EQ(r.reference(1).text_a(), "another one");
+    EXPECT_EQ(r.resample().draws(), 4);
+    EXPECT_EQ(r.resample().seed(), 7u);
+  }
+  // Other statistics score other numbers: not the same sweep.
+  SweepJob other = job;
+  other.resample.set_seed(8);
+  EXPECT_NE(SweepFingerprint(job, {2, 3}), SweepFingerprint(other, {2, 3}));
+  other = job;
+  other.reference.pop_back();
+  EXPECT_NE(SweepFingerprint(job, {2, 3}), SweepFingerprint(other, {2, 3}));
+}
+
 TEST(SweepSchedulerTest, FailsClearlyWhenNoReplicaAnswers) {
   SimulatedClock clock;
   testing::FakeExecutor exec(2);

@@ -72,9 +72,10 @@ absl::Status HandleAnalyzeHeads(
                      " entries, over the limit --max_examples_per_sweep=",
                      limits.max_examples_per_sweep));
   }
-  ASSIGN_OR_RETURN(HeadMask mask,
-                   ParseHeadMask(request.head_mask(), layers, heads,
-                                 AblationMode::kZero, "head_mask"));
+  ASSIGN_OR_RETURN(
+      HeadMask mask,
+      ParseHeadMask(request.head_mask(), layers, heads, AblationMode::kZero,
+                    "head_mask", MaskReferences{served->references.get()}));
   // Every input is validated before any pass, so a bad one late in the
   // list costs no compute.
   std::vector<Encoding> encodings;

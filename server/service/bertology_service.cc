@@ -163,4 +163,21 @@ grpc::Status BertologyService::SegmentWords(
                [&] { return HandleSegmentWords(ctx_, *request, stream); });
 }
 
+grpc::Status BertologyService::ComputeHeadStatistics(
+    grpc::ServerContext* context,
+    const v1::ComputeHeadStatisticsRequest* request,
+    v1::ComputeHeadStatisticsResponse* response) {
+  return Serve(
+      ctx_.metrics, authorizer_, "ComputeHeadStatistics", *context,
+      [&] { return HandleComputeHeadStatistics(ctx_, *request, response); });
+}
+
+grpc::Status BertologyService::Patch(
+    grpc::ServerContext* context, const v1::PatchRequest* request,
+    grpc::ServerWriter<v1::PatchResponse>* writer) {
+  const auto stream = StreamOf(context, writer);
+  return Serve(ctx_.metrics, authorizer_, "Patch", *context,
+               [&] { return HandlePatch(ctx_, *request, stream); });
+}
+
 }  // namespace bertology

@@ -50,6 +50,13 @@ class BertologyService final : public v1::Bertology::Service {
   grpc::Status SegmentWords(
       grpc::ServerContext* context, const v1::SegmentWordsRequest* request,
       grpc::ServerWriter<v1::SegmentWordsResponse>* writer) override;
+  grpc::Status ComputeHeadStatistics(
+      grpc::ServerContext* context,
+      const v1::ComputeHeadStatisticsRequest* request,
+      v1::ComputeHeadStatisticsResponse* response) override;
+  grpc::Status Patch(grpc::ServerContext* context,
+                     const v1::PatchRequest* request,
+                     grpc::ServerWriter<v1::PatchResponse>* writer) override;
 
  private:
   HandlerContext ctx_;

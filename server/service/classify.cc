@@ -40,7 +40,8 @@ absl::Status HandleClassify(const HandlerContext& ctx,
   ASSIGN_OR_RETURN(
       HeadMask mask,
       ParseHeadMask(request.head_mask(), c.num_hidden_layers,
-                    c.num_attention_heads, AblationMode::kZero, "head_mask"));
+                    c.num_attention_heads, AblationMode::kZero, "head_mask",
+                    MaskReferences{served->references.get()}));
   std::shared_ptr<const HeadMask> shared_mask;
   if (!mask.IsIdentity()) {
     shared_mask = std::make_shared<const HeadMask>(std::move(mask));

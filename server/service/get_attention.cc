@@ -91,9 +91,10 @@ absl::Status HandleGetAttention(const HandlerContext& ctx,
         absl::StrCat("encoding=", static_cast<int>(request.encoding()),
                      " is not a known AttentionEncoding"));
   }
-  ASSIGN_OR_RETURN(HeadMask mask,
-                   ParseHeadMask(request.head_mask(), layers, heads,
-                                 AblationMode::kZero, "head_mask"));
+  ASSIGN_OR_RETURN(
+      HeadMask mask,
+      ParseHeadMask(request.head_mask(), layers, heads, AblationMode::kZero,
+                    "head_mask", MaskReferences{served->references.get()}));
   ASSIGN_OR_RETURN(Encoding encoding,
                    EncodeInput(model.tokenizer(), model.max_seq_len(),
                                request.input(), "input", *ctx.limits));

@@ -8,6 +8,7 @@
 #include "server/core/status_macros.h"
 #include "server/service/handlers.h"
 #include "server/service/model_registry.h"
+#include "server/service/reference_store.h"
 #include "server/service/version.h"
 
 namespace bertology {
@@ -43,8 +44,9 @@ void FillModelInfo(const ServedModel& served, bool is_default,
       break;
   }
   // The encoder's RPCs serve every head; the scored ones need logits.
-  for (const char* rpc : {"Tokenize", "GetAttention", "AnalyzeHeads",
-                          "CompareAttention", "SegmentWords"}) {
+  for (const char* rpc :
+       {"Tokenize", "GetAttention", "AnalyzeHeads", "CompareAttention",
+        "SegmentWords", "ComputeHeadStatistics"}) {
     out->add_served_rpcs(rpc);
   }
   if (model.has_classifier()) {
@@ -52,6 +54,13 @@ void FillModelInfo(const ServedModel& served, bool is_default,
          {"Classify", "SweepAblation", "HeadImportance", "PruneCurve"}) {
       out->add_served_rpcs(rpc);
     }
+  }
+  // Patch reads the logits of [CLS].
+  if (model.head_kind() == HeadKind::kSequenceClassification) {
+    out->add_served_rpcs("Patch");
+  }
+  for (const ReferenceStore::Info& info : served.references->List()) {
+    FillReferenceStatistics(info, out->add_statistics());
   }
   out->set_identity(
       absl::StrCat(model.identity(), ";server=", kBertologyVersion));

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "bertology/v1/bertology.pb.h"
+#include "server/service/reference_store.h"
 #include "server/service/service_limits.h"
 
 namespace bertology {
@@ -72,6 +73,17 @@ absl::Status HandleCompareAttention(
 absl::Status HandleSegmentWords(
     const HandlerContext& ctx, const v1::SegmentWordsRequest& request,
     const EventStream<v1::SegmentWordsResponse>& stream);
+
+absl::Status HandleComputeHeadStatistics(
+    const HandlerContext& ctx, const v1::ComputeHeadStatisticsRequest& request,
+    v1::ComputeHeadStatisticsResponse* response);
+// GetModelInfo lists the statistics as ComputeHeadStatistics returns them.
+void FillReferenceStatistics(const ReferenceStore::Info& info,
+                             v1::ReferenceStatistics* out);
+
+absl::Status HandlePatch(const HandlerContext& ctx,
+                         const v1::PatchRequest& request,
+                         const EventStream<v1::PatchResponse>& stream);
 
 }  // namespace bertology
 

@@ -104,6 +104,8 @@ absl::Status HandleHeadImportance(
       const HeadMask mask,
       ParseHeadMask(request.head_mask(), c.num_hidden_layers,
                     c.num_attention_heads, AblationMode::kZero, "head_mask"));
+  RETURN_IF_ERROR(
+      RefuseReferenceMode(mask.mode(), "head_mask.mode", "HeadImportance"));
   ASSIGN_OR_RETURN(
       const std::vector<SweepExample> examples,
       EncodeLabeledExamples(*ctx.limits, *served, request.examples(), nullptr));
@@ -141,6 +143,7 @@ absl::Status HandlePruneCurve(
   ASSIGN_OR_RETURN(
       options.mode,
       ParseAblationMode(request.mode(), AblationMode::kZero, "mode"));
+  RETURN_IF_ERROR(RefuseReferenceMode(options.mode, "mode", "PruneCurve"));
   options.importance = ToOptions(request.options(), *ctx.limits);
   ASSIGN_OR_RETURN(
       const std::vector<SweepExample> examples,

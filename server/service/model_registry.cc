@@ -15,6 +15,7 @@
 #include "server/core/status_macros.h"
 #include "server/core/sweep/sweep.h"
 #include "server/service/batcher.h"
+#include "server/service/reference_store.h"
 #include "server/service/row_budget.h"
 
 namespace bertology {
@@ -90,6 +91,8 @@ absl::Status ModelRegistry::Load(const ModelLoadOptions& options) {
   served->sweep_rows =
       std::make_unique<RowBudget>(options.max_queued_rows, "--max_queued_rows",
                                   absl::StrCat("model ", options.name));
+  served->references =
+      std::make_unique<ReferenceStore>(options.max_reference_sets);
   const Model& loaded = *served->model;
   served->sweep_workers = options.sweep_workers > 0 ? options.sweep_workers
                                                     : AutoSweepWorkers(loaded);

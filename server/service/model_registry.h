@@ -21,6 +21,7 @@ namespace bertology {
 class Model;
 class Batcher;
 class RowBudget;
+class ReferenceStore;
 
 struct ServedModel {
   ServedModel();
@@ -37,6 +38,8 @@ struct ServedModel {
   // Threads each SweepAblation call runs its forward passes on
   // (SweepOptions::workers): --sweep_workers, or AutoSweepWorkers.
   int sweep_workers = 1;
+  // Reference statistics for mean / resample ablation (reference_store.h).
+  std::unique_ptr<ReferenceStore> references;
 };
 
 struct ModelLoadOptions {
@@ -52,6 +55,8 @@ struct ModelLoadOptions {
   int batch_workers = 1;
   // SweepOptions::workers of each sweep; 0: AutoSweepWorkers(model).
   int sweep_workers = 0;
+  // Reference statistics sets held at once (the oldest dropped beyond).
+  int max_reference_sets = 16;
   // Full-size forward passes run before the model is marked ready, so the
   // first real request does not pay for allocation and kernel set-up.
   int warmup_passes = 3;

@@ -1,5 +1,6 @@
 #include "server/service/request_validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -23,11 +24,16 @@ absl::StatusOr<AblationMode> ParseAblationMode(v1::AblationMode mode,
       return AblationMode::kZero;
     case v1::ABLATION_MODE_UNIFORM:
       return AblationMode::kUniform;
+    case v1::ABLATION_MODE_MEAN:
+      return AblationMode::kMean;
+    case v1::ABLATION_MODE_RESAMPLE:
+      return AblationMode::kResample;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat(field, "=", static_cast<int>(mode),
                        " is not a known AblationMode (ABLATION_MODE_ZERO=1, "
-                       "ABLATION_MODE_UNIFORM=2)"));
+                       "ABLATION_MODE_UNIFORM=2, ABLATION_MODE_MEAN=3, "
+                       "ABLATION_MODE_RESAMPLE=4)"));
   }
 }
 
@@ -53,12 +59,65 @@ absl::StatusOr<std::vector<LayerHead>> ParseLayerHeads(
   return out;
 }
 
-absl::StatusOr<HeadMask> ParseHeadMask(const v1::HeadMask& proto, int layers,
-                                       int heads, AblationMode default_mode,
-                                       const std::string& field) {
-  ASSIGN_OR_RETURN(AblationMode mode,
-                   ParseAblationMode(proto.mode(), default_mode,
-                                     absl::StrCat(field, ".mode")));
+absl::Status RefuseReferenceMode(AblationMode mode, const std::string& field,
+                                 const std::string& rpc) {
+  if (!ModeNeedsReference(mode)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, "=", AblationModeName(mode), ": ", rpc,
+                   " masks heads in mode zero or uniform only"));
+}
+
+absl::StatusOr<ResampleDraws> ParseResampleDraws(
+    const v1::ResampleOptions& proto, const std::string& field) {
+  if (proto.draws() < 0 || proto.draws() > ResampleDraws::kMaxCount) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".draws=", proto.draws(), " is not in [0, ",
+                     ResampleDraws::kMaxCount, "] (0 means 1)"));
+  }
+  return ResampleDraws{std::max(1, proto.draws()), proto.seed()};
+}
+
+namespace {
+
+// Attaches the statistics a MEAN / RESAMPLE mask reads (see ParseHeadMask).
+absl::Status AttachReference(const v1::HeadMask& proto,
+                             const MaskReferences& references,
+                             const std::string& field, HeadMask* mask) {
+  if (!ModeNeedsReference(mask->mode()) || mask->IsIdentity()) {
+    return absl::OkStatus();
+  }
+  const char* mode = AblationModeName(mask->mode());
+  std::shared_ptr<const HeadReference> reference;
+  if (references.store == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".mode=", mode,
+        ": this call does not take reference statistics (mode zero or "
+        "uniform only)"));
+  }
+  if (!proto.statistics().empty()) {
+    ASSIGN_OR_RETURN(
+        reference, references.store->Find(proto.statistics(),
+                                          absl::StrCat(field, ".statistics")));
+  } else if (references.fallback != nullptr) {
+    reference = references.fallback;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".statistics is empty: mode ", mode,
+        " needs the id of reference statistics (ComputeHeadStatistics)"));
+  }
+  ResampleDraws draws = references.fallback_draws;
+  if (proto.has_resample()) {
+    ASSIGN_OR_RETURN(
+        draws,
+        ParseResampleDraws(proto.resample(), absl::StrCat(field, ".resample")));
+  }
+  mask->set_reference(std::move(reference), draws);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<HeadMask> ParseMaskValues(const v1::HeadMask& proto, int layers,
+                                         int heads, AblationMode mode,
+                                         const std::string& field) {
   switch (proto.mask_case()) {
     case v1::HeadMask::MASK_NOT_SET:
       return HeadMask::Identity(layers, heads, mode);
@@ -97,6 +156,21 @@ absl::StatusOr<HeadMask> ParseHeadMask(const v1::HeadMask& proto, int layers,
   }
   return absl::InvalidArgumentError(
       absl::StrCat(field, " has an unknown mask kind"));
+}
+
+}  // namespace
+
+absl::StatusOr<HeadMask> ParseHeadMask(const v1::HeadMask& proto, int layers,
+                                       int heads, AblationMode default_mode,
+                                       const std::string& field,
+                                       const MaskReferences& references) {
+  ASSIGN_OR_RETURN(AblationMode mode,
+                   ParseAblationMode(proto.mode(), default_mode,
+                                     absl::StrCat(field, ".mode")));
+  ASSIGN_OR_RETURN(HeadMask mask,
+                   ParseMaskValues(proto, layers, heads, mode, field));
+  RETURN_IF_ERROR(AttachReference(proto, references, field, &mask));
+  return mask;
 }
 
 absl::Status ValidateText(std::string_view text, const std::string& field,

@@ -15,6 +15,7 @@
 #include "common/head_mask.h"
 #include "common/utf8.h"
 #include "server/core/tokenizer/tokenizer.h"
+#include "server/service/reference_store.h"
 #include "server/service/service_limits.h"
 
 namespace bertology {
@@ -24,11 +25,34 @@ absl::StatusOr<AblationMode> ParseAblationMode(v1::AblationMode mode,
                                                AblationMode fallback,
                                                const std::string& field);
 
+// Where a mask in mode MEAN or RESAMPLE finds its reference statistics.
+struct MaskReferences {
+  // The model's statistics, looked up by HeadMask.statistics; null: the
+  // call takes no statistics and refuses those modes.
+  const ReferenceStore* store = nullptr;
+  // For a mask that names none (a sweep's own statistics); may be null.
+  std::shared_ptr<const HeadReference> fallback;
+  ResampleDraws fallback_draws;  // for a mask without `resample`
+};
+
+// INVALID_ARGUMENT naming `field` for MEAN / RESAMPLE, in calls that mask
+// through a tensor of mask values (gradients) and take no statistics.
+absl::Status RefuseReferenceMode(AblationMode mode, const std::string& field,
+                                 const std::string& rpc);
+
+// ResampleOptions as draws: 0 means 1; more than ResampleDraws::kMaxCount
+// (or negative) is INVALID_ARGUMENT naming "<field>.draws".
+absl::StatusOr<ResampleDraws> ParseResampleDraws(
+    const v1::ResampleOptions& proto, const std::string& field);
+
 // A mask for a [layers x heads] model. No oneof set: the identity mask.
-// The mode is the message's, or `default_mode` when unspecified.
+// The mode is the message's, or `default_mode` when unspecified. A
+// non-identity mask in MEAN or RESAMPLE gets its statistics from
+// `references` (errors name "<field>.statistics").
 absl::StatusOr<HeadMask> ParseHeadMask(const v1::HeadMask& proto, int layers,
                                        int heads, AblationMode default_mode,
-                                       const std::string& field);
+                                       const std::string& field,
+                                       const MaskReferences& references = {});
 
 // (layer, head) pairs, each in range; errors name "field[i].layer".
 absl::StatusOr<std::vector<LayerHead>> ParseLayerHeads(

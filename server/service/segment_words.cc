@@ -97,9 +97,10 @@ absl::Status HandleSegmentWords(
         absl::StrCat("view_example is ", request.view_example(),
                      ", not in [0, ", request.examples_size(), ")"));
   }
-  ASSIGN_OR_RETURN(HeadMask mask,
-                   ParseHeadMask(request.head_mask(), layers, heads,
-                                 AblationMode::kZero, "head_mask"));
+  ASSIGN_OR_RETURN(
+      HeadMask mask,
+      ParseHeadMask(request.head_mask(), layers, heads, AblationMode::kZero,
+                    "head_mask", MaskReferences{served->references.get()}));
   // Every example is checked and encoded before any pass, so a bad one late
   // in the list costs no compute.
   std::vector<Encoding> encodings;

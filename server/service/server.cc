@@ -177,6 +177,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     load.max_queued_rows = o.max_queued_rows;
     load.batch_workers = o.batch_workers;
     load.sweep_workers = o.sweep_workers;
+    load.max_reference_sets = o.max_reference_sets;
     load.warmup_passes = o.warmup_passes;
     load.on_batch = [metrics](int rows,
                               const std::vector<absl::Duration>& waits) {

@@ -40,6 +40,7 @@ struct ServerOptions {
   int max_queued_rows = 4096;
   int batch_workers = 1;
   int sweep_workers = 0;  // per sweep; 0: AutoSweepWorkers per model
+  int max_reference_sets = 16;  // statistics sets held per model
   int warmup_passes = 3;
   absl::Duration max_connection_age = absl::ZeroDuration();  // 0: unlimited
   // How long calls on an aged connection may still run before it is closed

@@ -24,6 +24,7 @@
 #include "server/service/metrics.h"
 #include "server/service/model_registry.h"
 #include "server/service/proto_conversion.h"
+#include "server/service/reference_sets.h"
 #include "server/service/request_validation.h"
 #include "server/service/row_budget.h"
 #include "server/service/sweep_masks.h"
@@ -81,6 +82,7 @@ struct PlannedSweep {
   std::vector<SweepMask> masks;
   int truncated = 0;       // examples cut to the model's length
   int max_batch_rows = 0;  // 0: the server default
+  int max_draws = 1;       // a resample mask's row runs once per draw
   int64_t total_pairs() const {
     return static_cast<int64_t>(masks.size() + 1) * examples.size();
   }
@@ -89,8 +91,9 @@ struct PlannedSweep {
 // Checks the request against the model and the limits (errors name the
 // field), tokenizes the examples and expands the mask specs.
 absl::StatusOr<PlannedSweep> PlanSweep(
-    const ServiceLimits& limits, const ServedModel& served,
+    const HandlerContext& ctx, const ServedModel& served,
     const v1::SweepAblationRequest& request) {
+  const ServiceLimits& limits = *ctx.limits;
   const Model& model = *served.model;
   RETURN_IF_ERROR(model.CheckCanClassify());
   RETURN_IF_ERROR(CheckExampleCount(limits, request.examples_size()));
@@ -113,7 +116,27 @@ absl::StatusOr<PlannedSweep> PlanSweep(
   mask_options.heads = c.num_attention_heads;
   mask_options.mode = mode;
   mask_options.max_masks = limits.max_masks_per_sweep;
+  // The sweep's own statistics, for masks in MEAN / RESAMPLE that name none:
+  // from `reference` (found by digest, or computed now and held) or by id.
+  mask_options.references.store = served.references.get();
+  ASSIGN_OR_RETURN(mask_options.references.fallback_draws,
+                   ParseResampleDraws(request.resample(), "resample"));
+  if (!request.reference().empty()) {
+    ASSIGN_OR_RETURN(
+        const ObtainedReference obtained,
+        ObtainReference(ctx, served, request.reference(), "reference"));
+    mask_options.references.fallback = obtained.reference;
+  } else if (!request.statistics().empty()) {
+    ASSIGN_OR_RETURN(
+        mask_options.references.fallback,
+        served.references->Find(request.statistics(), "statistics"));
+  }
   ASSIGN_OR_RETURN(plan.masks, ExpandMaskSpecs(request.masks(), mask_options));
+  for (const SweepMask& m : plan.masks) {
+    if (m.mask.mode() == AblationMode::kResample && !m.mask.IsIdentity()) {
+      plan.max_draws = std::max(plan.max_draws, m.mask.draws().count);
+    }
+  }
   return plan;
 }
 
@@ -236,11 +259,13 @@ absl::Status HandleSweepAblation(const HandlerContext& ctx,
                                  const SweepStream& stream) {
   ASSIGN_OR_RETURN(const ServedModel* served,
                    ctx.models->Find(request.model()));
-  ASSIGN_OR_RETURN(const PlannedSweep plan,
-                   PlanSweep(*ctx.limits, *served, request));
+  ASSIGN_OR_RETURN(const PlannedSweep plan, PlanSweep(ctx, *served, request));
   SweepOptions options;
   options.max_batch_rows = plan.max_batch_rows > 0 ? plan.max_batch_rows
                                                    : ctx.limits->max_batch_size;
+  // Resample rows run once per draw inside the pass: fewer rows per batch
+  // keep a pass's size (and memory) where the limit puts it.
+  options.max_batch_rows = std::max(1, options.max_batch_rows / plan.max_draws);
   options.workers = served->sweep_workers;
   // Admission: the sweep holds the rows of its forward passes (one batch
   // per worker) until it ends; over the model's budget it is refused now,

@@ -102,7 +102,8 @@ absl::StatusOr<std::vector<SweepMask>> ExpandMaskSpecs(
             HeadMask mask,
             ParseHeadMask(spec.explicit_mask().mask(), o.layers, o.heads,
                           o.mode,
-                          absl::StrCat("masks[", i, "].explicit_mask.mask")));
+                          absl::StrCat("masks[", i, "].explicit_mask.mask"),
+                          o.references));
         std::string id = spec.explicit_mask().id().empty()
                              ? absl::StrCat("mask-", i)
                              : spec.explicit_mask().id();
@@ -153,6 +154,21 @@ absl::StatusOr<std::vector<SweepMask>> ExpandMaskSpecs(
     // The set field's name ("explicit_mask", ...): spec_case is its number.
     const std::string& kind =
         spec.GetDescriptor()->FindFieldByNumber(spec.spec_case())->name();
+    if (!spec.has_explicit_mask()) {
+      // Generated masks read the sweep's statistics.
+      for (size_t m = first; m < out.size(); ++m) {
+        HeadMask& mask = out[m].mask;
+        if (!ModeNeedsReference(mask.mode()) || mask.IsIdentity()) continue;
+        if (o.references.fallback == nullptr) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("masks[", i, "] (", kind, ") is in mode ",
+                           AblationModeName(mask.mode()),
+                           ": give the sweep `statistics` (an id from "
+                           "ComputeHeadStatistics) or `reference` inputs"));
+        }
+        mask.set_reference(o.references.fallback, o.references.fallback_draws);
+      }
+    }
     const bool named = spec.has_explicit_mask() || spec.has_keep_only();
     for (size_t m = first; m < out.size(); ++m) {
       RETURN_IF_ERROR(ids.Add(out[m].id, i, kind, named));

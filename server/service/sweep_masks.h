@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "bertology/v1/bertology.pb.h"
 #include "server/core/sweep/sweep.h"
+#include "server/service/request_validation.h"
 
 namespace bertology {
 
@@ -17,9 +18,13 @@ struct SweepMaskOptions {
   int heads = 0;
   AblationMode mode = AblationMode::kZero;  // for generated masks
   int max_masks = 10000;
+  // MEAN / RESAMPLE masks: explicit ones may name their own statistics
+  // (store); generated ones and those naming none take the fallback.
+  MaskReferences references;
 };
 
-// INVALID_ARGUMENT naming "masks[i]..." for a bad spec; RESOURCE_EXHAUSTED
+// INVALID_ARGUMENT naming "masks[i]..." for a bad spec (or a MEAN /
+// RESAMPLE mask with no statistics to read); RESOURCE_EXHAUSTED
 // naming --max_masks_per_sweep when the expansion is too large.
 absl::StatusOr<std::vector<SweepMask>> ExpandMaskSpecs(
     const google::protobuf::RepeatedPtrField<v1::MaskSpec>& specs,

@@ -8,7 +8,11 @@ Masks are given as:
   {"dense": array}              [layers, heads] (or flat) values in [0, 1]
   a numpy array / nested list   same as {"dense": ...}
   a HeadMask proto              passed through
-and a dict may carry "mode": "zero" | "uniform".
+and a dict may carry "mode": "zero" | "uniform" | "mean" | "resample".
+"mean" and "resample" replace an ablated head's output with its mean over
+reference inputs: they need reference statistics, an id from
+compute_head_statistics() given as statistics= (or "statistics" in the
+dict); "resample" also takes draws= and seed= ("draws"/"seed").
 """
 
 import collections
@@ -23,6 +27,16 @@ _MODES = {
     None: pb.ABLATION_MODE_UNSPECIFIED,
     "zero": pb.ABLATION_MODE_ZERO,
     "uniform": pb.ABLATION_MODE_UNIFORM,
+    "mean": pb.ABLATION_MODE_MEAN,
+    "resample": pb.ABLATION_MODE_RESAMPLE,
+}
+_SITE_KINDS = {
+    "head": pb.PATCH_SITE_KIND_HEAD,
+    "residual": pb.PATCH_SITE_KIND_RESIDUAL,
+}
+_DIRECTIONS = {
+    "clean-into-corrupted": pb.PATCH_DIRECTION_CLEAN_INTO_CORRUPTED,
+    "corrupted-into-clean": pb.PATCH_DIRECTION_CORRUPTED_INTO_CLEAN,
 }
 _GRANULARITY = {
     "token": pb.GRANULARITY_TOKEN,
@@ -81,7 +95,16 @@ def _mode(mode):
     try:
         return _MODES[mode if mode is None else str(mode).lower()]
     except KeyError:
-        raise ValueError("mode must be 'zero' or 'uniform', not %r" % (mode,))
+        raise ValueError("mode must be 'zero', 'uniform', 'mean' or "
+                         "'resample', not %r" % (mode,))
+
+
+def _resample(draws, seed):
+    """ResampleOptions, or None when neither is given (the server's 1
+    draw, seed 0)."""
+    if draws is None and seed is None:
+        return None
+    return pb.ResampleOptions(draws=int(draws or 0), seed=int(seed or 0))
 
 
 def _heads(pairs):
@@ -89,19 +112,40 @@ def _heads(pairs):
                               for l, h in pairs])
 
 
-def head_mask_proto(mask, mode=None):
+def _with_reference(m, statistics, draws, seed):
+    """Sets MEAN/RESAMPLE's statistics id and draws on HeadMask `m`."""
+    if statistics:
+        m.statistics = statistics
+    resample = _resample(draws, seed)
+    if resample is not None:
+        m.resample.CopyFrom(resample)
+    return m
+
+
+def head_mask_proto(mask, mode=None, statistics=None, draws=None, seed=None):
     """A bertology.v1.HeadMask from any of the accepted mask forms (see the
-    module docstring); None when mask and mode are both None."""
+    module docstring); None when mask, mode and the reference arguments are
+    all None. `statistics` (a compute_head_statistics id), `draws` and
+    `seed` are for the "mean" and "resample" modes; a dict's own
+    "statistics"/"draws"/"seed" win."""
     if isinstance(mask, pb.HeadMask):
         return mask
     if mask is None:
-        return None if mode is None else pb.HeadMask(mode=_mode(mode))
+        if mode is None and statistics is None and draws is None and \
+                seed is None:
+            return None
+        return _with_reference(pb.HeadMask(mode=_mode(mode)), statistics,
+                               draws, seed)
     if isinstance(mask, dict):
-        unknown = set(mask) - {"ablate", "keep", "dense", "mode"}
+        unknown = set(mask) - {"ablate", "keep", "dense", "mode",
+                               "statistics", "draws", "seed"}
         if unknown or len(set(mask) & {"ablate", "keep", "dense"}) != 1:
             raise ValueError("mask dict needs exactly one of ablate/keep/dense "
-                             "(and optionally mode), got %s" % sorted(mask))
-        m = pb.HeadMask(mode=_mode(mask.get("mode", mode)))
+                             "(and optionally mode, statistics, draws, seed), "
+                             "got %s" % sorted(mask))
+        m = _with_reference(pb.HeadMask(mode=_mode(mask.get("mode", mode))),
+                            mask.get("statistics", statistics),
+                            mask.get("draws", draws), mask.get("seed", seed))
         if "ablate" in mask:
             m.ablate.CopyFrom(_heads(mask["ablate"]))
         elif "keep" in mask:
@@ -111,7 +155,7 @@ def head_mask_proto(mask, mode=None):
                 np.asarray(mask["dense"], dtype=np.float32).ravel().tolist())
         return m
     values = np.asarray(mask, dtype=np.float32)
-    m = pb.HeadMask(mode=_mode(mode))
+    m = _with_reference(pb.HeadMask(mode=_mode(mode)), statistics, draws, seed)
     m.dense.values.extend(values.ravel().tolist())
     return m
 
@@ -208,6 +252,65 @@ def _prune_step_dict(s):
             "accuracy": s.accuracy, "loss_sum": s.loss_sum,
             "masked": [(h.layer, h.head) for h in s.masked],
             "masked_this_step": [(h.layer, h.head) for h in s.masked_this_step]}
+
+
+def _statistics_dict(s):
+    """A ReferenceStatistics as a dict."""
+    return {"id": s.id, "examples": s.examples, "tokens": s.tokens,
+            "truncated_examples": s.truncated_examples}
+
+
+def _patch_site(site):
+    """PatchSite from a proto, (layer, head), (layer, head, position) or a
+    dict with kind ("head" or "residual"), layer, head, position."""
+    if isinstance(site, pb.PatchSite):
+        return site
+    if isinstance(site, dict):
+        out = pb.PatchSite(kind=_SITE_KINDS[site.get("kind", "head")],
+                           layer=int(site.get("layer", 0)),
+                           head=int(site.get("head", 0)))
+        position = site.get("position")
+    else:
+        layer, head, *rest = site
+        out = pb.PatchSite(kind=pb.PATCH_SITE_KIND_HEAD, layer=int(layer),
+                           head=int(head))
+        position = rest[0] if rest else None
+    if position is not None:
+        out.position = int(position)
+    return out
+
+
+def _patch_plan_dict(p):
+    direction = ("corrupted-into-clean"
+                 if p.direction == pb.PATCH_DIRECTION_CORRUPTED_INTO_CLEAN
+                 else "clean-into-corrupted")
+    return {"num_sites": p.num_sites, "num_tokens": p.num_tokens,
+            "tokens": list(p.tokens),
+            "corrupted_tokens": list(p.corrupted_tokens),
+            "answer": p.answer, "foil": p.foil,
+            "clean_logits": np.array(p.clean_logits, dtype=np.float32),
+            "corrupted_logits": np.array(p.corrupted_logits,
+                                         dtype=np.float32),
+            "clean_logit_diff": p.clean_logit_diff,
+            "corrupted_logit_diff": p.corrupted_logit_diff,
+            "direction": direction}
+
+
+def _patch_result_dict(r):
+    s = r.site
+    return {"site_index": r.site_index,
+            "kind": ("residual" if s.kind == pb.PATCH_SITE_KIND_RESIDUAL
+                     else "head"),
+            "layer": s.layer, "head": s.head,
+            # None: the site spans every position.
+            "position": s.position if s.HasField("position") else None,
+            "logits": np.array(r.logits, dtype=np.float32),
+            "logit_diff": r.logit_diff,
+            # None when the clean and corrupted logit differences are equal
+            # (no ratio exists).
+            "normalized_effect": (r.normalized_effect
+                                  if r.HasField("normalized_effect")
+                                  else None)}
 
 
 def _mask_spec(spec, index):
@@ -361,7 +464,10 @@ class Client:
                    "architecture": m.architecture,
                    "head": pb.ModelHead.Name(m.head)[len("MODEL_HEAD_"):].lower(),
                    "served_rpcs": list(m.served_rpcs),
-                   "identity": m.identity} for m in r.models]
+                   "identity": m.identity,
+                   # compute_head_statistics ids held, oldest first.
+                   "statistics": [_statistics_dict(x) for x in m.statistics]}
+                  for m in r.models]
         limits = {f.name: getattr(r.limits, f.name)
                   for f in r.limits.DESCRIPTOR.fields}
         return {"models": models, "limits": limits}
@@ -374,13 +480,14 @@ class Client:
         return {"tokens": [_token_dict(t) for t in r.tokens],
                 "truncated": r.truncated, "num_words": r.num_words}
 
-    def classify(self, inputs, mask=None, mode=None, model=None):
+    def classify(self, inputs, mask=None, mode=None, model=None,
+                 statistics=None, draws=None, seed=None):
         """Scores `inputs` (strings, (text_a, text_b) pairs or dicts) under
         one mask. Returns ClassifyResult with logits/probabilities as
         float32 arrays [N, C] and labels as an int array [N]."""
         req = pb.ClassifyRequest(model=self._model(model),
                                  inputs=[_pair(x) for x in inputs])
-        hm = head_mask_proto(mask, mode)
+        hm = head_mask_proto(mask, mode, statistics, draws, seed)
         if hm is not None:
             req.head_mask.CopyFrom(hm)
         r = self._stub.Classify(req, timeout=self.timeout)
@@ -400,7 +507,7 @@ class Client:
 
     def attention(self, text_a, text_b="", layers=None, heads=None, mask=None,
                   mode=None, granularity="token", encoding="float32",
-                  model=None):
+                  model=None, statistics=None, draws=None, seed=None):
         """Attention maps of one input. Returns a dict: "tokens" (unit
         texts: word pieces, or words at granularity="word"), "units" and
         "word_pieces" (dicts), "layers"/"heads" (the selected indices, in
@@ -412,7 +519,7 @@ class Client:
             layers=list(layers or []), heads=list(heads or []),
             granularity=_GRANULARITY[granularity],
             encoding=_ENCODING[encoding])
-        hm = head_mask_proto(mask, mode)
+        hm = head_mask_proto(mask, mode, statistics, draws, seed)
         if hm is not None:
             req.head_mask.CopyFrom(hm)
         r = self._stub.GetAttention(req, timeout=self.timeout)
@@ -445,7 +552,8 @@ class Client:
                 "prediction": prediction, "truncated": r.truncated}
 
     def sweep(self, examples, masks, mode=None, max_batch_rows=0, model=None,
-              timeout=None):
+              timeout=None, statistics=None, reference=None, draws=None,
+              seed=None):
         """Streams a sweep. `examples`: (text_a, text_b, label) triples or
         (text, label) pairs, where label is a class index, or for a token
         classifier a list of word labels (-1: not scored); `masks`: a list of masks (any accepted form,
@@ -453,9 +561,18 @@ class Client:
         "single_heads"}, {"generator": "layers"}, {"generator": "random",
         "fraction": .1, "repeats": 5, "seed": 1, "layer_begin": 0,
         "layer_end": 6}, {"generator": "keep_only", ...}) or MaskSpec
-        protos. Yields SweepEvent(kind, dict) in server order."""
+        protos. Yields SweepEvent(kind, dict) in server order.
+        mode="mean"/"resample" read reference statistics: `statistics` (an
+        id from compute_head_statistics) or `reference` (inputs as
+        classify() takes them, computed on the server at first use);
+        `draws`/`seed` set resample's draws for masks without their own."""
         req = pb.SweepAblationRequest(model=self._model(model),
-                                      mode=_mode(mode))
+                                      mode=_mode(mode),
+                                      statistics=statistics or "")
+        req.reference.extend(_pair(x) for x in reference or [])
+        resample = _resample(draws, seed)
+        if resample is not None:
+            req.resample.CopyFrom(resample)
         req.examples.extend(_labeled_example(ex) for ex in examples)
         req.masks.extend(_mask_spec(m, i) for i, m in enumerate(masks))
         req.options.max_batch_rows = max_batch_rows
@@ -492,7 +609,8 @@ class Client:
 
     def head_importance(self, examples, mask=None, mode=None,
                         no_layer_norm=False, no_global_norm=False, model=None,
-                        timeout=None, on_progress=None):
+                        timeout=None, on_progress=None, statistics=None,
+                        draws=None, seed=None):
         """Head importance (Michel et al. 2019; HF run_bertology.py) over
         labelled `examples` (as sweep()) at `mask` (any accepted form;
         default none). Returns {"importance", "raw_importance"} as float64
@@ -502,7 +620,7 @@ class Client:
         req = pb.HeadImportanceRequest(
             model=self._model(model),
             examples=[_labeled_example(ex) for ex in examples])
-        hm = head_mask_proto(mask, mode)
+        hm = head_mask_proto(mask, mode, statistics, draws, seed)
         if hm is not None:
             req.head_mask.CopyFrom(hm)
         req.options.no_layer_norm = no_layer_norm
@@ -541,7 +659,8 @@ class Client:
         return out
 
     def analyze_heads(self, inputs, mask=None, mode=None, model=None,
-                      timeout=None, on_progress=None):
+                      timeout=None, on_progress=None, statistics=None,
+                      draws=None, seed=None):
         """Per-head attention statistics over `inputs` (strings, (text_a,
         text_b) pairs or dicts) under one mask (AnalyzeHeads). Returns a
         dict: one float32 array [layers, heads] per statistic ("to_cls",
@@ -554,7 +673,7 @@ class Client:
         `on_progress(done, total)` is called for each progress event."""
         req = pb.AnalyzeHeadsRequest(model=self._model(model),
                                      inputs=[_pair(x) for x in inputs])
-        hm = head_mask_proto(mask, mode)
+        hm = head_mask_proto(mask, mode, statistics, draws, seed)
         if hm is not None:
             req.head_mask.CopyFrom(hm)
         result = self._result_stream("AnalyzeHeads", req, timeout, on_progress)
@@ -572,7 +691,8 @@ class Client:
 
     def segment_words(self, examples, mask=None, mode=None, top_k=0,
                       view_example=0, model=None, timeout=None,
-                      on_progress=None):
+                      on_progress=None, statistics=None, draws=None,
+                      seed=None):
         """Attention as a word segmenter (SegmentWords). Each example is a
         list of words (or a space-separated string of them), a (words_a,
         words_b) pair of those, or a dict with words_a/words_b; the texts
@@ -602,7 +722,7 @@ class Client:
             req.examples.add(input=pb.TextInput(text_a="".join(wa),
                                                 text_b="".join(wb)),
                              words_a=wa, words_b=wb)
-        hm = head_mask_proto(mask, mode)
+        hm = head_mask_proto(mask, mode, statistics, draws, seed)
         if hm is not None:
             req.head_mask.CopyFrom(hm)
         result = self._result_stream("SegmentWords", req, timeout, on_progress)
@@ -628,7 +748,8 @@ class Client:
 
     def compare_attention(self, inputs, model_a=None, model_b=None, mask=None,
                           mode=None, detail=None, timeout=None,
-                          on_progress=None):
+                          on_progress=None, statistics=None, draws=None,
+                          seed=None):
         """Per-head mean cosine similarity of two models' attention maps
         over `inputs` (strings, (text_a, text_b) pairs or dicts) under one
         mask applied to both (CompareAttention; None: the client's model).
@@ -641,7 +762,7 @@ class Client:
         req = pb.CompareAttentionRequest(
             model_a=self._model(model_a), model_b=self._model(model_b),
             inputs=[_pair(x) for x in inputs])
-        hm = head_mask_proto(mask, mode)
+        hm = head_mask_proto(mask, mode, statistics, draws, seed)
         if hm is not None:
             req.head_mask.CopyFrom(hm)
         if detail is not None:
@@ -668,6 +789,75 @@ class Client:
                     d.map_b, pb.ATTENTION_ENCODING_FLOAT32, d.size),
                 "difference": decode_attention_map(
                     d.difference, pb.ATTENTION_ENCODING_FLOAT32, d.size)}
+        return out
+
+    def compute_head_statistics(self, inputs, model=None, timeout=None):
+        """Every head's mean output over reference `inputs` (strings,
+        (text_a, text_b) pairs or dicts) on the unmasked model
+        (ComputeHeadStatistics), kept by the server for the "mean" and
+        "resample" modes. Returns {"id" (pass it as statistics=),
+        "examples", "tokens", "truncated_examples", "already_held" (the
+        server had them: nothing computed), "model"}."""
+        req = pb.ComputeHeadStatisticsRequest(
+            model=self._model(model), inputs=[_pair(x) for x in inputs])
+        r = self._stub.ComputeHeadStatistics(
+            req, timeout=timeout or self.timeout * 10)
+        out = _statistics_dict(r.statistics)
+        out["already_held"] = r.already_held
+        out["model"] = r.model
+        return out
+
+    def patch(self, clean, corrupted, sites="heads",
+              direction="clean-into-corrupted", answer=None, foil=None,
+              max_batch_rows=0, model=None, timeout=None, on_progress=None):
+        """Activation patching (Patch) of `clean` and `corrupted` (a string,
+        a (text_a, text_b) pair or a dict; they must tokenize to the same
+        length). `sites`: "heads" (every (layer, head), all positions),
+        "head-positions" (every (layer, head, position)), or a list of
+        sites ((layer, head), (layer, head, position), dicts with "kind":
+        "head" | "residual", "layer", "head", "position", or PatchSite
+        protos). `direction`: "clean-into-corrupted" (which sites restore
+        the clean behaviour) or "corrupted-into-clean". The score is
+        logit[answer] - logit[foil] (None: the server's choice, see the
+        proto). Returns {"plan": dict, "results": [dict per site, in site
+        order: "site_index", "kind", "layer", "head", "position" (None:
+        every position), "logits", "logit_diff", "normalized_effect" (1:
+        behaves as the clean run, 0: as the corrupted one; None when the
+        two runs score the same)]}. `on_progress(done, total)` after each
+        batch."""
+        if direction not in _DIRECTIONS:
+            raise ValueError("direction must be one of %s, not %r" %
+                             (sorted(_DIRECTIONS), direction))
+        req = pb.PatchRequest(model=self._model(model), clean=_pair(clean),
+                              corrupted=_pair(corrupted),
+                              direction=_DIRECTIONS[direction],
+                              max_batch_rows=max_batch_rows)
+        if sites == "heads":
+            req.all_heads = True
+        elif sites == "head-positions":
+            req.all_head_positions = True
+        elif isinstance(sites, str):
+            raise ValueError("sites must be 'heads', 'head-positions' or a "
+                             "list of sites, not %r" % sites)
+        else:
+            req.sites.extend(_patch_site(x) for x in sites)
+        if answer is not None:
+            req.answer = int(answer)
+        if foil is not None:
+            req.foil = int(foil)
+        out = {"plan": None, "results": []}
+        for event in self._stub.Patch(req,
+                                      timeout=timeout or self.timeout * 10):
+            kind = event.WhichOneof("event")
+            if kind == "plan":
+                out["plan"] = _patch_plan_dict(event.plan)
+            elif kind == "results":
+                out["results"].extend(
+                    _patch_result_dict(r) for r in event.results.results)
+                if on_progress is not None and out["plan"] is not None:
+                    on_progress(len(out["results"]), out["plan"]["num_sites"])
+        if out["plan"] is None:
+            raise RuntimeError("Patch sent no plan")
         return out
 
     def _result_stream(self, method, req, timeout, on_progress):

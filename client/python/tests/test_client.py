@@ -12,6 +12,7 @@ import tempfile
 import time
 import unittest
 
+import grpc
 import numpy as np
 
 from bertology.v1 import bertology_pb2 as pb
@@ -57,6 +58,38 @@ class HeadMaskTest(unittest.TestCase):
         self.assertEqual(f16.dtype, np.float32)
         with self.assertRaises(ValueError):
             decode_attention_map(b"\0" * 5, pb.ATTENTION_ENCODING_FLOAT32, 3)
+
+    def test_reference_modes(self):
+        m = head_mask_proto({"ablate": [(0, 1)], "mode": "resample",
+                             "statistics": "hs-00000000000000ff", "draws": 4,
+                             "seed": 9})
+        self.assertEqual(m.mode, pb.ABLATION_MODE_RESAMPLE)
+        self.assertEqual(m.statistics, "hs-00000000000000ff")
+        self.assertEqual((m.resample.draws, m.resample.seed), (4, 9))
+        m = head_mask_proto(np.ones((2, 2)), mode="mean", statistics="hs-1")
+        self.assertEqual(m.mode, pb.ABLATION_MODE_MEAN)
+        self.assertEqual(m.statistics, "hs-1")
+        self.assertFalse(m.HasField("resample"))
+        # Statistics alone make a mask (the mode may come from elsewhere).
+        self.assertEqual(head_mask_proto(None, statistics="hs-2").statistics,
+                         "hs-2")
+        with self.assertRaises(ValueError):
+            head_mask_proto({"ablate": [], "draws": 2, "bogus": 1})
+
+    def test_patch_conversions(self):
+        from bertology_client.client import _patch_result_dict, _patch_site
+        s = _patch_site((1, 2, 3))
+        self.assertEqual((s.kind, s.layer, s.head, s.position),
+                         (pb.PATCH_SITE_KIND_HEAD, 1, 2, 3))
+        self.assertFalse(_patch_site((1, 2)).HasField("position"))
+        r = _patch_site({"kind": "residual", "layer": 2})
+        self.assertEqual(r.kind, pb.PATCH_SITE_KIND_RESIDUAL)
+        self.assertFalse(r.HasField("position"))
+        unset = _patch_result_dict(pb.PatchResult(site_index=4, logit_diff=1))
+        self.assertIsNone(unset["normalized_effect"])
+        self.assertIsNone(unset["position"])
+        zero = _patch_result_dict(pb.PatchResult(normalized_effect=0.0))
+        self.assertEqual(zero["normalized_effect"], 0.0)
 
     def test_relative_change_unset_is_none(self):
         # The server leaves it unset at a zero baseline: None, not 0.
@@ -217,6 +250,141 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(zero["baseline"]["accuracy"], 0)
         self.assertEqual(
             [r["relative_change_percent"] for r in zero["results"]], [None] * L)
+
+
+    def test_head_statistics(self):
+        first = self.client.compute_head_statistics(PAIRS)
+        self.assertRegex(first["id"], r"^hs-[0-9a-f]{16}$")
+        self.assertEqual(first["examples"], len(PAIRS))
+        self.assertGreater(first["tokens"], len(PAIRS))
+        # The id is a digest of the model and the inputs: the same again.
+        again = self.client.compute_head_statistics(PAIRS)
+        self.assertEqual(again["id"], first["id"])
+        self.assertTrue(again["already_held"])
+        other = self.client.compute_head_statistics(PAIRS[:2])
+        self.assertNotEqual(other["id"], first["id"])
+        held = [s["id"] for s in self.client.info()["models"][0]["statistics"]]
+        self.assertIn(first["id"], held)
+        self.assertIn(other["id"], held)
+
+    def test_mean_and_resample_ablation(self):
+        stats = self.client.compute_head_statistics(PAIRS)["id"]
+        base = self.client.classify(PAIRS).logits
+        L, H = self.info["num_layers"], self.info["num_heads"]
+        # Nothing ablated: the reference is never read.
+        kept = self.client.classify(PAIRS, {"ablate": []}, mode="mean",
+                                    statistics=stats).logits
+        np.testing.assert_allclose(kept, base, atol=1e-5)
+        all_heads = [(l, h) for l in range(L) for h in range(H)]
+        mean = self.client.classify(PAIRS, {"ablate": all_heads}, mode="mean",
+                                    statistics=stats).logits
+        zero = self.client.classify(PAIRS, {"ablate": all_heads}).logits
+        self.assertGreater(np.abs(mean - base).max(), 1e-4)
+        self.assertGreater(np.abs(mean - zero).max(), 1e-4)
+        again = self.client.classify(PAIRS, {"ablate": all_heads},
+                                     mode="mean", statistics=stats).logits
+        np.testing.assert_array_equal(mean, again)
+        r1 = self.client.classify(PAIRS, {"ablate": all_heads},
+                                  mode="resample", statistics=stats, draws=3,
+                                  seed=5).logits
+        r2 = self.client.classify(PAIRS, {"ablate": all_heads},
+                                  mode="resample", statistics=stats, draws=3,
+                                  seed=5).logits
+        np.testing.assert_array_equal(r1, r2)
+        # Drawing every reference example once averages the logits of
+        # each one-example resample (the draws' mean).
+        per_draw = []
+        for seed in range(16):
+            one = self.client.classify(PAIRS, {"ablate": all_heads},
+                                       mode="resample", statistics=stats,
+                                       draws=1, seed=seed).logits
+            if not any(np.array_equal(one, p) for p in per_draw):
+                per_draw.append(one)
+        self.assertLessEqual(len(per_draw), len(PAIRS))
+        if len(per_draw) == len(PAIRS):
+            full = self.client.classify(PAIRS, {"ablate": all_heads},
+                                        mode="resample", statistics=stats,
+                                        draws=len(PAIRS)).logits
+            np.testing.assert_allclose(full, np.mean(per_draw, axis=0),
+                                       atol=1e-4)
+        with self.assertRaises(grpc.RpcError):  # an id never computed
+            self.client.classify(PAIRS, {"ablate": [(0, 0)]}, mode="mean",
+                                 statistics="hs-0000000000000000")
+
+    def test_sweep_with_reference(self):
+        examples = [(a, b, i % 2) for i, (a, b) in enumerate(PAIRS)]
+        out = self.client.sweep_results(
+            examples, [{"ablate": [(0, 0)], "id": "m"}], mode="mean",
+            reference=PAIRS)
+        stats = self.client.compute_head_statistics(PAIRS)
+        self.assertTrue(stats["already_held"])  # the sweep computed them
+        labels = self.client.classify(PAIRS, {"ablate": [(0, 0)]},
+                                      mode="mean",
+                                      statistics=stats["id"]).labels
+        correct = int((labels == np.array([e[2] for e in examples])).sum())
+        self.assertEqual(out["results"][0]["correct"], correct)
+        by_id = self.client.sweep_results(
+            examples, [{"ablate": [(0, 0)], "id": "m"}], mode="mean",
+            statistics=stats["id"])
+        self.assertEqual(by_id["results"][0]["loss_sum"],
+                         out["results"][0]["loss_sum"])
+
+    def test_patch_heads(self):
+        L, H = self.info["num_layers"], self.info["num_heads"]
+        clean, corrupted = "this was not what they said", \
+            "this is not what they said"
+        out = self.client.patch(clean, corrupted)
+        plan = out["plan"]
+        self.assertEqual(plan["num_sites"], L * H)
+        self.assertEqual(len(plan["tokens"]), plan["num_tokens"])
+        self.assertEqual(len(plan["corrupted_tokens"]), plan["num_tokens"])
+        self.assertEqual(plan["direction"], "clean-into-corrupted")
+        results = out["results"]
+        self.assertEqual([r["site_index"] for r in results],
+                         list(range(L * H)))
+        self.assertEqual([(r["layer"], r["head"]) for r in results],
+                         [(l, h) for l in range(L) for h in range(H)])
+        self.assertTrue(all(r["position"] is None for r in results))
+        for r in results:
+            diff = r["logits"][plan["answer"]] - r["logits"][plan["foil"]]
+            self.assertAlmostEqual(diff, r["logit_diff"], places=4)
+        # The same sites listed one by one score the same.
+        listed = self.client.patch(
+            clean, corrupted, sites=[(l, h) for l in range(L)
+                                     for h in range(H)])
+        for a, b in zip(results, listed["results"]):
+            self.assertAlmostEqual(a["logit_diff"], b["logit_diff"], places=5)
+        # The whole residual stream entering layer 0 (the embeddings)
+        # patched from the clean run is the clean run.
+        resid = self.client.patch(
+            clean, corrupted, sites=[{"kind": "residual", "layer": 0}],
+            answer=1, foil=0)
+        self.assertEqual((resid["plan"]["answer"], resid["plan"]["foil"]),
+                         (1, 0))
+        r = resid["results"][0]
+        self.assertAlmostEqual(r["logit_diff"],
+                               resid["plan"]["clean_logit_diff"], places=4)
+        if r["normalized_effect"] is not None:
+            self.assertAlmostEqual(r["normalized_effect"], 1.0, places=3)
+        # Patching an input into itself changes nothing: no ratio exists.
+        same = self.client.patch(clean, clean)
+        self.assertTrue(all(x["normalized_effect"] is None
+                            for x in same["results"]))
+
+    def test_patch_head_positions(self):
+        L, H = self.info["num_layers"], self.info["num_heads"]
+        out = self.client.patch("it was there", "it is there",
+                                sites="head-positions",
+                                direction="corrupted-into-clean")
+        plan = out["plan"]
+        T = plan["num_tokens"]
+        self.assertEqual(plan["direction"], "corrupted-into-clean")
+        self.assertEqual(plan["num_sites"], L * H * T)
+        self.assertEqual(
+            [(r["layer"], r["head"], r["position"]) for r in out["results"]],
+            [(l, h, p) for l in range(L) for h in range(H) for p in range(T)])
+        with self.assertRaises(ValueError):
+            self.client.patch("a", "b", sites="everything")
 
 
 if __name__ == "__main__":

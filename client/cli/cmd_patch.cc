@@ -1,0 +1,203 @@
+// `bertology patch`: activation patching of one clean and one corrupted
+// input (Patch): the strongest sites as a table, and with --out the plan
+// and every result as JSON and CSV with a heatmap of the effects.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli/commands.h"
+#include "client/cli/connection.h"
+#include "client/cli/exit_codes.h"
+#include "client/cli/patch_output.h"
+#include "client/render/file_output.h"
+#include "client/render/patch_figure.h"
+
+namespace bertology {
+namespace client {
+namespace {
+
+constexpr char kCommand[] = "patch";
+
+constexpr char kUsage[] =
+    "Usage: bertology patch --clean=TEXT --corrupted=TEXT [--clean-b=TEXT "
+    "--corrupted-b=TEXT]\n"
+    "       [--sites=heads|head-positions] "
+    "[--direction=clean-into-corrupted|corrupted-into-clean]\n"
+    "       [--answer=N --foil=N] [--top=N] [--out=DIR]\n"
+    "Activation patching: for every site (a head's output, or a head's "
+    "output at one\ntoken), runs one input with the other run's activation "
+    "there and scores the\nlogit difference logit[answer] - logit[foil]. "
+    "The normalized effect is 1 where\nthe patched run behaves as the clean "
+    "one and 0 as the corrupted one. The two\ninputs must tokenize to the "
+    "same length. Prints the --top sites by\n|normalized effect|; --out "
+    "writes patch.json, patch.csv and patch_heads.svg\n(--sites=heads) or "
+    "patch_head_positions.svg (--sites=head-positions).";
+
+std::vector<FlagSpec> PatchFlags() {
+  std::vector<FlagSpec> flags = ConnectionFlags();
+  const std::vector<FlagSpec> more = {
+      {"clean", true, "the clean input's text (its first text)", "TEXT"},
+      {"corrupted", true, "the corrupted input's text", "TEXT"},
+      {"clean-b", true, "the clean input's second text (pairs)", "TEXT"},
+      {"corrupted-b", true, "the corrupted input's second text (pairs)",
+       "TEXT"},
+      {"sites", true,
+       "heads (every layer x head, all positions; default) or "
+       "head-positions (every layer x head x token)",
+       "S"},
+      {"direction", true,
+       "clean-into-corrupted (default: which sites restore the clean "
+       "behaviour) or corrupted-into-clean",
+       "D"},
+      {"answer", true,
+       "class whose logit counts up (default: the clean prediction)", "N"},
+      {"foil", true,
+       "class whose logit counts down (default: the corrupted prediction, "
+       "or the clean runner-up)",
+       "N"},
+      {"top", true, "sites in the table (default 20; 0: all)", "N"},
+      {"batch-rows", true, "sites per forward pass (0: the server's default)",
+       "N"},
+      {"out", true,
+       "write patch.json, patch.csv and the SVG heatmap into this directory",
+       "DIR"},
+      {"quiet", false, "no progress on stderr"},
+  };
+  flags.insert(flags.end(), more.begin(), more.end());
+  return flags;
+}
+
+// The request from the flags; INVALID_ARGUMENT for a bad one.
+absl::StatusOr<v1::PatchRequest> BuildRequest(const Args& args) {
+  v1::PatchRequest request;
+  request.set_model(args.Get("model"));
+  if (!args.Has("clean") || !args.Has("corrupted")) {
+    return absl::InvalidArgumentError("--clean and --corrupted are required");
+  }
+  if (args.Has("clean-b") != args.Has("corrupted-b")) {
+    return absl::InvalidArgumentError(
+        "a pair needs both --clean-b and --corrupted-b");
+  }
+  request.mutable_clean()->set_text_a(args.Get("clean"));
+  request.mutable_clean()->set_text_b(args.Get("clean-b"));
+  request.mutable_corrupted()->set_text_a(args.Get("corrupted"));
+  request.mutable_corrupted()->set_text_b(args.Get("corrupted-b"));
+  const std::string sites = args.Get("sites", "heads");
+  if (sites == "heads") {
+    request.set_all_heads(true);
+  } else if (sites == "head-positions") {
+    request.set_all_head_positions(true);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sites=", sites, " is not heads or head-positions"));
+  }
+  const std::string direction = args.Get("direction", "clean-into-corrupted");
+  if (direction == "clean-into-corrupted") {
+    request.set_direction(v1::PATCH_DIRECTION_CLEAN_INTO_CORRUPTED);
+  } else if (direction == "corrupted-into-clean") {
+    request.set_direction(v1::PATCH_DIRECTION_CORRUPTED_INTO_CLEAN);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--direction=", direction,
+                     " is not clean-into-corrupted or corrupted-into-clean"));
+  }
+  for (const char* flag : {"answer", "foil", "batch-rows"}) {
+    absl::StatusOr<int> v = args.GetInt(flag, 0);
+    if (!v.ok()) return v.status();
+    if (*v < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, "=", *v, " is negative"));
+    }
+  }
+  if (args.Has("answer")) request.set_answer(*args.GetInt("answer", 0));
+  if (args.Has("foil")) request.set_foil(*args.GetInt("foil", 0));
+  request.set_max_batch_rows(*args.GetInt("batch-rows", 0));
+  return request;
+}
+
+// The plan and every result; the stream's status, INTERNAL when it skipped
+// or repeated a site.
+absl::StatusOr<PatchRun> ReadPatchStream(
+    grpc::ClientReaderInterface<v1::PatchResponse>* reader, bool quiet) {
+  PatchRun run;
+  bool has_plan = false;
+  v1::PatchResponse event;
+  while (reader->Read(&event)) {
+    if (event.has_plan()) {
+      run.plan = event.plan();
+      has_plan = true;
+    } else if (event.has_results()) {
+      for (const v1::PatchResult& r : event.results().results()) {
+        run.results.push_back(r);
+      }
+      if (!quiet) {
+        std::fprintf(stderr, "patched %zu/%d sites\n", run.results.size(),
+                     run.plan.num_sites());
+      }
+    }
+  }
+  absl::Status s = FromGrpcStatus(reader->Finish());
+  if (!s.ok()) return s;
+  if (!has_plan) return absl::InternalError("the server sent no plan");
+  s = CheckPatchRun(run);
+  if (!s.ok()) return s;
+  return run;
+}
+
+absl::Status WriteOut(const PatchRun& run, bool positions,
+                      const std::string& dir,
+                      std::vector<std::string>* written) {
+  absl::Status s =
+      render::WriteOutputFile(dir, "patch.json", PatchJson(run), written);
+  if (s.ok()) {
+    s = render::WriteOutputFile(dir, "patch.csv", PatchCsv(run), written);
+  }
+  if (!s.ok()) return s;
+  return positions ? render::WriteOutputFile(
+                         dir, "patch_head_positions.svg",
+                         render::PatchGridSvg(PatchPositionGrid(run)), written)
+                   : render::WriteOutputFile(
+                         dir, "patch_heads.svg",
+                         render::PatchGridSvg(PatchHeadGrid(run)), written);
+}
+
+}  // namespace
+
+int RunPatch(const Argv& argv) {
+  Args args;
+  int exit = 0;
+  if (!ParseCommandArgs(kCommand, kUsage, PatchFlags(), argv, &args, &exit)) {
+    return exit;
+  }
+  absl::StatusOr<v1::PatchRequest> request = BuildRequest(args);
+  if (!request.ok()) return Fail(kCommand, kExitUsage, request.status());
+  absl::StatusOr<int> top = args.GetInt("top", 20);
+  if (!top.ok()) return Fail(kCommand, kExitUsage, top.status());
+  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
+  if (!channel.ok()) return Fail(kCommand, kExitUsage, channel.status());
+  auto stub = v1::Bertology::NewStub(*channel);
+  // A head x position run is thousands of sites: give it time.
+  auto context = NewContext(args, absl::Minutes(30));
+  if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
+  auto reader = stub->Patch(context->get(), *request);
+  absl::StatusOr<PatchRun> run =
+      ReadPatchStream(reader.get(), args.Has("quiet"));
+  if (!run.ok()) return Fail(kCommand, kExitRpc, run.status());
+  std::string table = PatchTable(*run, *top);
+  if (args.Has("out")) {
+    std::vector<std::string> written;
+    absl::Status s = WriteOut(*run, request->all_head_positions(),
+                              args.Get("out"), &written);
+    if (!s.ok()) return Fail(kCommand, kExitData, s);
+    absl::StrAppend(&table, "\nWrote:\n");
+    for (const std::string& path : written) {
+      absl::StrAppend(&table, "  ", path, "\n");
+    }
+  }
+  std::fputs(table.c_str(), stdout);
+  return kExitOk;
+}
+
+}  // namespace client
+}  // namespace bertology

@@ -1,0 +1,85 @@
+// `bertology statistics`: ComputeHeadStatistics over a reference file, so
+// later mean/resample runs can pass the id (--statistics) instead of the
+// inputs.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "client/cli/commands.h"
+#include "client/cli/connection.h"
+#include "client/cli/exit_codes.h"
+#include "client/cli/labeled_data.h"
+#include "client/cli/reference_statistics.h"
+#include "nlohmann/json.hpp"
+
+namespace bertology {
+namespace client {
+
+int RunStatistics(const Argv& argv) {
+  constexpr char kCommand[] = "statistics";
+  std::vector<FlagSpec> flags = ConnectionFlags();
+  flags.push_back({"reference", true,
+                   "the reference inputs (.tsv, .csv, .jsonl; labels ignored)",
+                   "FILE"});
+  // The layout flags of --data, for the reference file.
+  for (FlagSpec& f : DatasetFlags()) {
+    if (f.name == "format" || f.name == "header" || f.name == "text-a" ||
+        f.name == "text-b") {
+      flags.push_back(f);
+    }
+  }
+  flags.push_back({"json", false, "JSON instead of lines"});
+  Args args;
+  int exit = 0;
+  if (!ParseCommandArgs(
+          kCommand,
+          "Usage: bertology statistics --reference=FILE [--model=M] "
+          "[--text-a=COL] [--text-b=COL] [--json]\n"
+          "Computes every head's mean output over the reference inputs on "
+          "the unmasked\nmodel (ComputeHeadStatistics) and prints the id "
+          "(first line), examples and\ntokens. Pass the id as --statistics=ID "
+          "with --mode=mean or resample; the\nserver keeps it (bertology info "
+          "lists them), and the same model and inputs\ngive the same id on "
+          "every replica.",
+          flags, argv, &args, &exit)) {
+    return exit;
+  }
+  if (!args.Has("reference")) {
+    return Fail(kCommand, kExitUsage,
+                absl::InvalidArgumentError("--reference is required"));
+  }
+  auto inputs =
+      LoadTextInputs(args.Get("reference"), args, /*column_flags=*/true);
+  if (!inputs.ok()) {
+    return Fail(
+        kCommand,
+        absl::IsInvalidArgument(inputs.status()) ? kExitUsage : kExitData,
+        inputs.status());
+  }
+  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
+  if (!channel.ok()) return Fail(kCommand, kExitUsage, channel.status());
+  auto stub = v1::Bertology::NewStub(*channel);
+  auto response = ComputeStatistics(stub.get(), args, *inputs);
+  if (!response.ok()) return Fail(kCommand, kExitRpc, response.status());
+  const v1::ReferenceStatistics& s = response->statistics();
+  if (args.Has("json")) {
+    nlohmann::json out{{"model", response->model()},
+                       {"id", s.id()},
+                       {"examples", s.examples()},
+                       {"tokens", s.tokens()},
+                       {"truncated_examples", s.truncated_examples()},
+                       {"already_held", response->already_held()}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return kExitOk;
+  }
+  std::printf(
+      "%s\nmodel\t%s\nexamples\t%d\ntokens\t%lld\n"
+      "truncated_examples\t%d\nalready_held\t%s\n",
+      s.id().c_str(), response->model().c_str(), s.examples(),
+      static_cast<long long>(s.tokens()), s.truncated_examples(),
+      response->already_held() ? "true" : "false");
+  return kExitOk;
+}
+
+}  // namespace client
+}  // namespace bertology

@@ -1,0 +1,53 @@
+// A Patch stream's plan and results as JSON, CSV, a terminal table of the
+// strongest sites, and the render::PatchGrid the figure takes.
+#ifndef BERTOLOGY_CLIENT_CLI_PATCH_OUTPUT_H_
+#define BERTOLOGY_CLIENT_CLI_PATCH_OUTPUT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "bertology/v1/bertology.pb.h"
+#include "client/render/patch_figure.h"
+
+namespace bertology {
+namespace client {
+
+struct PatchRun {
+  v1::PatchPlan plan;
+  std::vector<v1::PatchResult> results;  // in site order
+};
+
+// OK when the results are the plan's sites, each once, in order (what the
+// server promises); INTERNAL naming the first gap otherwise, so a cut or
+// reordered stream is not written as a complete run.
+absl::Status CheckPatchRun(const PatchRun& run);
+
+// "clean-into-corrupted" / "corrupted-into-clean".
+std::string DirectionName(v1::PatchDirection direction);
+// "L3H5", "L3H5@7", "resid L3", "resid L3@7".
+std::string SiteName(const v1::PatchSite& site);
+
+// {"plan": {...}, "results": [{site_index, kind, layer, head, position,
+// logits, logit_diff, normalized_effect}]}; position and normalized_effect
+// are null when unset.
+std::string PatchJson(const PatchRun& run);
+
+// Header: site_index,kind,layer,head,position,logit_diff,normalized_effect;
+// position and normalized_effect are empty when unset.
+std::string PatchCsv(const PatchRun& run);
+
+// The run's logit differences, then the `top` sites by |normalized_effect|
+// (sites without one last), one line each.
+std::string PatchTable(const PatchRun& run, int top);
+
+// Whole-head sites (no position) as a layers x heads grid.
+render::PatchGrid PatchHeadGrid(const PatchRun& run);
+// Head sites with a position as one row per (layer, head), in site order,
+// and one column per clean token.
+render::PatchGrid PatchPositionGrid(const PatchRun& run);
+
+}  // namespace client
+}  // namespace bertology
+
+#endif  // BERTOLOGY_CLIENT_CLI_PATCH_OUTPUT_H_

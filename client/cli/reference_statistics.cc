@@ -1,0 +1,62 @@
+#include "client/cli/reference_statistics.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli/connection.h"
+#include "client/cli/exit_codes.h"
+#include "client/cli/labeled_data.h"
+
+namespace bertology {
+namespace client {
+
+absl::StatusOr<v1::ComputeHeadStatisticsResponse> ComputeStatistics(
+    v1::Bertology::Stub* stub, const Args& args,
+    const std::vector<v1::TextInput>& inputs) {
+  v1::ComputeHeadStatisticsRequest request;
+  request.set_model(args.Get("model"));
+  for (const v1::TextInput& input : inputs) *request.add_inputs() = input;
+  auto context = NewContext(args, absl::Minutes(10));
+  if (!context.ok()) return context.status();
+  v1::ComputeHeadStatisticsResponse response;
+  absl::Status s = FromGrpcStatus(
+      stub->ComputeHeadStatistics(context->get(), request, &response));
+  if (!s.ok()) return s;
+  return response;
+}
+
+std::string StatisticsLine(const v1::ReferenceStatistics& statistics) {
+  std::string line =
+      absl::StrCat(statistics.id(), ": ", statistics.examples(), " examples, ",
+                   statistics.tokens(), " tokens");
+  if (statistics.truncated_examples() > 0) {
+    absl::StrAppend(&line, " (", statistics.truncated_examples(),
+                    " truncated)");
+  }
+  return line;
+}
+
+std::optional<int> ResolveMaskStatistics(const char* command,
+                                         v1::Bertology::Stub* stub,
+                                         const Args& args, bool column_flags,
+                                         v1::HeadMask* mask) {
+  if (!args.Has("reference")) return std::nullopt;
+  absl::StatusOr<std::vector<v1::TextInput>> inputs =
+      LoadTextInputs(args.Get("reference"), args, column_flags);
+  if (!inputs.ok()) {
+    return Fail(
+        command,
+        absl::IsInvalidArgument(inputs.status()) ? kExitUsage : kExitData,
+        inputs.status());
+  }
+  absl::StatusOr<v1::ComputeHeadStatisticsResponse> response =
+      ComputeStatistics(stub, args, *inputs);
+  if (!response.ok()) return Fail(command, kExitRpc, response.status());
+  mask->set_statistics(response->statistics().id());
+  std::fprintf(stderr, "reference statistics %s\n",
+               StatisticsLine(response->statistics()).c_str());
+  return std::nullopt;
+}
+
+}  // namespace client
+}  // namespace bertology
