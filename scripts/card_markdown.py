@@ -72,6 +72,35 @@ def sweeps(card):
     return out
 
 
+def mean_ablation(card):
+    a = card.get("mean_ablation")
+    if not a:
+        return []
+    st, s = a["statistics"], a["single_heads"]
+    z = card["findings"]["single_heads"]
+    out = ["## Mean ablation beside zero ablation (`sweep-mean/`)", "",
+           f"Every single head's output replaced by its mean output (one mean "
+           f"per head over all {st['tokens']:,} real tokens of the "
+           f"{st['examples']:,} dev rows, `bertology statistics`, id "
+           f"`{st['id']}`) instead of zeroing its attention, on the same first "
+           f"{a['sweep_examples']:,} test rows (`bertology sweep --heads "
+           f"--mode=mean`, {a['sweep_seconds']:.0f} s).", "",
+           "![single heads, mean ablation](sweep-mean/heads_heatmap.svg) "
+           "![single heads, zero ablation](sweep/heads_heatmap.svg)", "",
+           f"- Heads that move accuracy by more than 1%: {s['changed_over_1pct']} "
+           f"of {s['masks']} (zero: {z['changed_over_1pct']}); unchanged count "
+           f"of correct answers: {s['unchanged']} (zero: {z['unchanged']}).",
+           f"- Correlation of the per-head changes in the two modes: Pearson "
+           f"{a['pearson']:.2f}, Spearman {a['spearman']:.2f}; mean ablation is "
+           f"milder than zero by more than 0.5 points for {a['heads_mean_milder']} "
+           f"heads and harsher for {a['heads_mean_harsher']}.", "",
+           "| head | zero ablation | mean ablation |", "|---|---|---|"]
+    for r in a["most_harmful_either"]:
+        out.append(f"| {r['head']} | {pct(r['zero_change_percent'], 2)} | "
+                   f"{pct(r['mean_change_percent'], 2)} |")
+    return out
+
+
 def head_findings(card):
     h = card.get("head_findings")
     if not h:
@@ -160,7 +189,7 @@ def render(card):
     lines = [f"# {card['name']}: measured results", "",
              "Written by `scripts/make_model_card.py` (`make card`) from `card.json`; "
              "do not edit by hand.", ""]
-    for part in (accuracy, sweeps, head_findings):
+    for part in (accuracy, sweeps, mean_ablation, head_findings):
         lines += part(card) + [""]
     return "\n".join(lines)
 

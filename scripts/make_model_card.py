@@ -9,11 +9,19 @@ hand-written half, says how the model was made and quotes it).
       --model models/querytitle-zh-tiny --baselines baselines.json \
       --sweep-examples 1000
 
+  PYTHONPATH=build/python:client/python /usr/bin/python3 \
+      scripts/make_model_card.py --bin build/bin \
+      --model models/querytitle-zh-tiny --only-mean-ablation
+
+re-measures the mean-ablation part alone into the card as it is.
 (`make card` runs it on the shipped model, with the baselines of
 scripts/querytitle_baselines.py.) Everything it reports is measured here:
 test accuracy and confusion through Classify, a word-order probe (grade-4
 titles with their characters shuffled), the study's sweeps through
-`bertology sweep` (figures and results under MODEL/sweep/), and what the
+`bertology sweep` (figures and results under MODEL/sweep/), every single
+head mean-ablated beside zero ablation (statistics over the dev split,
+MODEL/sweep-mean/; --only-mean-ablation re-measures that part alone on the
+card as it is), and what the
 heads do (scripts/head_findings.py, on the same server: "head_findings",
 with MODEL/analysis/). --train-seconds defaults to the last epoch's
 elapsed_s in MODEL/train_log.json.
@@ -124,11 +132,101 @@ def findings(sweep):
     return out
 
 
+def mean_ablation(bin_dir, port, m, examples, zero_sweep):
+    """Every single head mean-ablated on the same test rows as the zero
+    sweep: statistics over the dev split (`bertology statistics`: each
+    head's mean output over all real tokens), then `bertology sweep --heads
+    --mode=mean` (results and figures under MODEL/sweep-mean/)."""
+    cli = os.path.join(bin_dir, "bertology")
+    target = f"--target=127.0.0.1:{port}"
+    stats = json.loads(subprocess.run(
+        [cli, "statistics", target, "--reference=" + os.path.join(m, "data", "dev.tsv"),
+         "--text-a=0", "--text-b=1", "--json"],
+        check=True, capture_output=True, text=True).stdout)
+    t0 = time.time()
+    subprocess.run([cli, "sweep", target, "--data=" + os.path.join(m, "data", "test.tsv"),
+                    "--text-a=0", "--text-b=1", "--label=2", f"--limit={examples}",
+                    "--heads", "--mode=mean", "--statistics=" + stats["id"],
+                    "--out-dir=" + os.path.join(m, "sweep-mean"), "--quiet"],
+                   check=True, stdout=subprocess.DEVNULL)
+    seconds = time.time() - t0
+    with open(os.path.join(m, "sweep-mean", "sweep_results.json")) as f:
+        mean = json.load(f)
+    return mean_findings(zero_sweep, mean, stats, seconds)
+
+
+def mean_findings(zero, mean, stats, seconds):
+    """The mean sweep's single heads beside the zero sweep's, head by head."""
+    def single(sweep):
+        return {r["mask_id"]: r for r in sweep["results"]
+                if r["mask_id"].startswith("head-")}
+    z, mn = single(zero), single(mean)
+    both = [h for h in mn if h in z and mn[h]["relative_change_percent"] is not None
+            and z[h]["relative_change_percent"] is not None]
+    zc = np.array([z[h]["relative_change_percent"] for h in both])
+    mc = np.array([mn[h]["relative_change_percent"] for h in both])
+
+    def ranks(x):
+        return np.argsort(np.argsort(x, kind="stable"), kind="stable").astype(float)
+    # The heads that matter most in either mode, by the larger harm.
+    worst = sorted(both, key=lambda h: min(z[h]["relative_change_percent"],
+                                           mn[h]["relative_change_percent"]))[:8]
+    return {
+        "reference": "data/dev.tsv",
+        "statistics": {k: stats[k] for k in ("id", "examples", "tokens",
+                                             "truncated_examples")},
+        "sweep_examples": mean["baseline"]["examples"],
+        "sweep_seconds": round(seconds, 1),
+        "baseline_accuracy": mean["baseline"]["accuracy"],
+        "single_heads": findings(mean)["single_heads"],
+        "pearson": round(float(np.corrcoef(zc, mc)[0, 1]), 3),
+        "spearman": round(float(np.corrcoef(ranks(zc), ranks(mc))[0, 1]), 3),
+        "heads_mean_milder": int((mc > zc + 0.5).sum()),
+        "heads_mean_harsher": int((mc < zc - 0.5).sum()),
+        "most_harmful_either": [
+            {"head": h.replace("head-", ""),
+             "zero_change_percent": round(z[h]["relative_change_percent"], 2),
+             "mean_change_percent": round(mn[h]["relative_change_percent"], 2),
+             "zero_correct": z[h]["correct"], "mean_correct": mn[h]["correct"]}
+            for h in worst],
+    }
+
+
+def update_mean_ablation(args):
+    """--only-mean-ablation: re-measures card["mean_ablation"] alone on the
+    card's model and sweep rows, keeping every other figure."""
+    m = args.model
+    with open(os.path.join(m, "card.json")) as f:
+        card = json.load(f)
+    with open(os.path.join(m, "sweep", "sweep_results.json")) as f:
+        zero = json.load(f)
+    proc, client, port, log = start_server(args.bin, m)
+    try:
+        card["mean_ablation"] = mean_ablation(args.bin, port, m,
+                                              card["sweep_examples"], zero)
+    finally:
+        client.close()
+        proc.terminate()
+        proc.wait()
+    write_card(m, card)
+
+
+def write_card(m, card):
+    with open(os.path.join(m, "card.json"), "w") as f:
+        json.dump(card, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    with open(os.path.join(m, "RESULTS.md"), "w", encoding="utf-8") as f:
+        f.write(card_markdown.render(card))
+    print(json.dumps(card, indent=1, ensure_ascii=False))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default="build/bin")
     ap.add_argument("--model", default="models/querytitle-zh-tiny")
-    ap.add_argument("--baselines", required=True)
+    ap.add_argument("--baselines",
+                    help="scripts/querytitle_baselines.py's JSON (required "
+                         "but with --only-mean-ablation)")
     ap.add_argument("--train-seconds", type=float,
                     help="training time (default: train_log.json's last "
                          "epoch elapsed_s)")
@@ -137,11 +235,19 @@ def main():
                          "MODEL-mlm when it exists), compared with it")
     ap.add_argument("--sweep-examples", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--only-mean-ablation", action="store_true",
+                    help="re-measure only the mean-ablation sweep and update "
+                         "MODEL/card.json in place (the rest as it is)")
     findings_options = ap.add_argument_group("head findings (head_findings.py)")
     # Imported here: head_findings imports this module's start_server.
     import head_findings
     head_findings.add_arguments(findings_options, prefix="findings-")
     args = ap.parse_args()
+    if args.only_mean_ablation:
+        update_mean_ablation(args)
+        return
+    if args.baselines is None:
+        ap.error("--baselines is required")
     m = args.model
     start = args.starting_point
     if start is None and os.path.isdir(m.rstrip("/") + "-mlm"):
@@ -162,6 +268,9 @@ def main():
                         f"--limit={args.sweep_examples}", "--out-dir=" + os.path.join(m, "sweep"),
                         "--quiet"] + specs, check=True, stdout=subprocess.DEVNULL)
         sweep_seconds = time.time() - t0
+        with open(os.path.join(m, "sweep", "sweep_results.json")) as f:
+            sweep = json.load(f)
+        mean = mean_ablation(args.bin, port, m, args.sweep_examples, sweep)
         heads = head_findings.measure(
             client, port, args.bin, m, os.path.join(m, "analysis"),
             starting_point=STARTING_POINT if start else None,
@@ -170,8 +279,6 @@ def main():
         client.close()
         proc.terminate()
         proc.wait()
-    with open(os.path.join(m, "sweep", "sweep_results.json")) as f:
-        sweep = json.load(f)
     with open(args.baselines) as f:
         baselines = json.load(f)
     with open(os.path.join(m, "train_log.json")) as f:
@@ -190,7 +297,7 @@ def main():
             "train_seconds": round(args.train_seconds), "train_log": train_log,
             "sweep_examples": min(args.sweep_examples, len(test_rows)),
             "sweep_seconds": round(sweep_seconds, 1), "findings": findings(sweep),
-            "head_findings": heads}
+            "mean_ablation": mean, "head_findings": heads}
     if start:
         # The pretraining the classifier was fine-tuned from: its time and
         # masked-character accuracy, from its own train_log.json.
@@ -202,12 +309,7 @@ def main():
             "train_seconds": round(start_log["epochs"][-1]["elapsed_s"]),
             "best_dev_masked_token_accuracy": round(
                 start_log["best_dev_masked_token_accuracy"], 4)}
-    with open(os.path.join(m, "card.json"), "w") as f:
-        json.dump(card, f, indent=1, ensure_ascii=False)
-        f.write("\n")
-    with open(os.path.join(m, "RESULTS.md"), "w", encoding="utf-8") as f:
-        f.write(card_markdown.render(card))
-    print(json.dumps(card, indent=1, ensure_ascii=False))
+    write_card(m, card)
 
 
 if __name__ == "__main__":

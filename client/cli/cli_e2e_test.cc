@@ -190,6 +190,118 @@ TEST_F(CliE2eTest, SweepOutDirWritesReportsFiguresAndSummary) {
   }
 }
 
+// Mean ablation the way the README shows it: statistics over a reference
+// file, then a single-head sweep in mode mean by id and by --reference.
+TEST_F(CliE2eTest, StatisticsThenMeanAblationSweep) {
+  const fs::path data = WriteDataset(dir_);
+  const std::vector<std::string> columns = {"--text-a=sentence1",
+                                            "--text-b=sentence2"};
+  std::vector<std::string> stats_args = {"--reference", data.string(),
+                                         "--json"};
+  stats_args.insert(stats_args.end(), columns.begin(), columns.end());
+  CliResult stats = Run("statistics", stats_args);
+  ASSERT_EQ(stats.exit_code, 0) << Describe(stats);
+  nlohmann::json s = nlohmann::json::parse(stats.out);
+  const std::string id = s["id"];
+  EXPECT_EQ(id.rfind("hs-", 0), 0u) << id;
+  EXPECT_EQ(s["examples"], 5);
+  EXPECT_GT(s["tokens"].get<int>(), 5 * 3);
+  // The same inputs again: the same id, already held; `info` lists it.
+  stats = Run("statistics", stats_args);
+  ASSERT_EQ(stats.exit_code, 0) << Describe(stats);
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["id"], id);
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["already_held"], true);
+  CliResult info = Run("info", {});
+  ASSERT_EQ(info.exit_code, 0) << Describe(info);
+  EXPECT_TRUE(Contains(info.out, id)) << info.out;
+
+  auto sweep = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        "--data",  data.string(), "--label=label",       "--heads",
+        "--quiet", "--out-dir",   (dir_ / name).string()};
+    args.insert(args.end(), columns.begin(), columns.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    CliResult r = Run("sweep", args);
+    EXPECT_EQ(r.exit_code, 0) << Describe(r);
+    return nlohmann::json::parse(ReadFile(dir_ / name / "sweep_results.json"));
+  };
+  const nlohmann::json zero = sweep("zero", {});
+  const nlohmann::json mean =
+      sweep("mean", {"--mode=mean", "--statistics=" + id});
+  std::vector<std::string> by_file = {"--mode=mean", "--reference",
+                                      data.string()};
+  const nlohmann::json mean_by_file = sweep("mean_by_file", by_file);
+  ASSERT_EQ(zero["results"].size(), 12u);
+  ASSERT_EQ(mean["results"].size(), 12u);
+  ASSERT_EQ(mean_by_file["results"].size(), 12u);
+  EXPECT_EQ(mean["baseline"]["loss_sum"], zero["baseline"]["loss_sum"]);
+  int differ = 0;
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(mean["results"][i]["mask_id"], zero["results"][i]["mask_id"]);
+    // The id and the file name the same statistics: the same numbers.
+    EXPECT_EQ(mean["results"][i]["loss_sum"],
+              mean_by_file["results"][i]["loss_sum"])
+        << i;
+    differ += mean["results"][i]["loss_sum"] != zero["results"][i]["loss_sum"];
+  }
+  // A head's mean output is not zero: the sweeps differ (the modes reach
+  // the model).
+  EXPECT_GE(differ, 6);
+  EXPECT_TRUE(Contains(ReadFile(dir_ / "mean" / "heads_heatmap.svg"), "<svg"));
+
+  // Mean ablation without statistics is a usage error; an id the server
+  // does not hold is refused by it.
+  CliResult bad = Run("sweep", {"--data", data.string(), "--text-a=sentence1",
+                                "--text-b=sentence2", "--label=label",
+                                "--heads", "--mode=mean"});
+  EXPECT_EQ(bad.exit_code, 2) << Describe(bad);
+  EXPECT_TRUE(Contains(bad.err, "--statistics")) << Describe(bad);
+  bad = Run("classify", {"--text-a=the cat", "--mode=mean",
+                         "--statistics=hs-00", "--ablate=0:1"});
+  EXPECT_EQ(bad.exit_code, 1) << Describe(bad);
+  EXPECT_TRUE(Contains(bad.err, "hs-00")) << Describe(bad);
+  // Importance takes zero and uniform masks only.
+  bad = Run("importance", {"--data", data.string(), "--text-a=sentence1",
+                           "--text-b=sentence2", "--label=label", "--mode=mean",
+                           "--ablate=0:1"});
+  EXPECT_EQ(bad.exit_code, 2) << Describe(bad);
+  EXPECT_TRUE(Contains(bad.err, "zero or uniform")) << Describe(bad);
+}
+
+TEST_F(CliE2eTest, PatchWritesTableJsonCsvAndHeatmap) {
+  const fs::path out = dir_ / "patch";
+  CliResult r =
+      Run("patch", {"--clean=the cat was here", "--corrupted=the dog was here",
+                    "--top=5", "--quiet", "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  nlohmann::json j = nlohmann::json::parse(ReadFile(out / "patch.json"));
+  ASSERT_EQ(j["results"].size(), 12u);
+  EXPECT_EQ(j["plan"]["num_sites"], 12);
+  EXPECT_EQ(j["plan"]["direction"], "clean-into-corrupted");
+  EXPECT_EQ(j["results"][5]["layer"], 1);
+  EXPECT_EQ(j["results"][5]["head"], 1);
+  const std::string csv = ReadFile(out / "patch.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 12) << csv;
+  EXPECT_TRUE(Contains(ReadFile(out / "patch_heads.svg"), "<svg"));
+
+  // Per token: layers x heads x tokens sites and the other figure.
+  const fs::path out2 = dir_ / "patch_positions";
+  r = Run("patch",
+          {"--clean=the cat was here", "--corrupted=the dog was here",
+           "--sites=head-positions", "--quiet", "--out", out2.string()});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  j = nlohmann::json::parse(ReadFile(out2 / "patch.json"));
+  const int tokens = j["plan"]["num_tokens"];
+  EXPECT_EQ(j["results"].size(), static_cast<size_t>(12 * tokens));
+  EXPECT_TRUE(Contains(ReadFile(out2 / "patch_head_positions.svg"), "<svg"));
+
+  // Inputs of different lengths: refused by the server, naming both.
+  r = Run("patch", {"--clean=the cat was here",
+                    "--corrupted=the dog was not here at all"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "tokens")) << Describe(r);
+}
+
 // The Indexed Job path as deploy/k8s/sweep runs it: each part with
 // --part=I/N into its own progress file, serving its progress on
 // --metrics-listen; then the merge with --merge-from over a glob of the

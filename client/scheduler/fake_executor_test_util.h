@@ -61,6 +61,12 @@ class FakeExecutor : public ShardExecutor {
     absl::MutexLock lock(&mu_);
     cut_after_ = masks;
   }
+  // Every call delivers all its results and then ends with `status` (a
+  // deadline reached after the last result); OK: calls end OK.
+  void EndWith(absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    end_with_ = std::move(status);
+  }
   int64_t masks_sent() {
     absl::MutexLock lock(&mu_);
     return masks_sent_;
@@ -102,6 +108,7 @@ class FakeExecutor : public ShardExecutor {
                    const ShardProgressFn& on_progress) override {
     absl::Duration delay;
     int cut_after;
+    absl::Status end_with;
     ShardAttempt attempt;
     {
       absl::MutexLock lock(&mu_);
@@ -109,6 +116,7 @@ class FakeExecutor : public ShardExecutor {
       cut_after = cut_after_;
       masks_sent_ += request.masks_size();
       requests_.push_back(request);
+      end_with = end_with_;
     }
     absl::SleepFor(delay);
     {
@@ -160,6 +168,8 @@ class FakeExecutor : public ShardExecutor {
     if (cut_after >= 0 && static_cast<int>(r.masks.size()) > cut_after) {
       r.masks.resize(cut_after);
       attempt.status = absl::UnavailableError("fake: stream cut");
+    } else {
+      attempt.status = end_with;
     }
     return attempt;
   }
@@ -172,6 +182,7 @@ class FakeExecutor : public ShardExecutor {
   int ok_calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int> live_ ABSL_GUARDED_BY(mu_);
   int cut_after_ ABSL_GUARDED_BY(mu_) = -1;
+  absl::Status end_with_ ABSL_GUARDED_BY(mu_);
   int64_t masks_sent_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<v1::SweepAblationRequest> requests_ ABSL_GUARDED_BY(mu_);
   absl::Duration delay_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();

@@ -212,6 +212,25 @@ TEST(SweepSchedulerTest, ACutStreamResumesItsRemainingMasks) {
   EXPECT_EQ(run->channels[0].failures, 0);
 }
 
+TEST(SweepSchedulerTest, ACallEndingBadlyAfterItsLastResultIsComplete) {
+  // A replica that streams every result and then misses its deadline (seen
+  // with a stalled replica): the shard is done, not sent again with no
+  // masks (which a replica refuses as INVALID_ARGUMENT).
+  const SweepJob job = Job(12, 10);
+  SimulatedClock clock;
+  testing::FakeExecutor exec(1);
+  exec.EndWith(absl::DeadlineExceededError("fake: deadline after the end"));
+  SchedulerOptions o = Options(&clock, 6, 10);  // 2 shards of 6 masks
+  o.max_attempts = 1;
+  auto run = ScheduleSweep(job, &exec, o);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ExpectSame(run->summary, SingleRun(job));
+  EXPECT_EQ(exec.total_calls(), 2);
+  for (const v1::SweepAblationRequest& r : exec.requests()) {
+    EXPECT_GT(r.masks_size(), 0);
+  }
+}
+
 TEST(SweepSchedulerTest, FollowsReplicasThatComeAndGo) {
   const SweepJob job = Job(40, 4);
   SimulatedClock clock;

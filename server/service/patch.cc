@@ -77,6 +77,13 @@ absl::StatusOr<std::vector<PatchSite>> ExpandSites(
           absl::StrCat(field, ".kind=", static_cast<int>(s.kind()),
                        " is not a known PatchSiteKind"));
     }
+    // Unset means every position; a set one must be a token (the core's
+    // -1 for "all" is not a value a caller may send).
+    if (s.has_position() && s.position() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".position=", s.position(), " out of range [0, ",
+                       patcher.num_tokens(), ") (unset: every position)"));
+    }
     PatchSite site = ToCore(s);
     RETURN_IF_ERROR(patcher.CheckSite(site, field));
     sites.push_back(site);
@@ -206,6 +213,12 @@ absl::Status HandlePatch(const HandlerContext& ctx,
   if (!stream.write(plan_event)) {
     return absl::CancelledError("the client went away");
   }
+  // The runs are float32: inputs that differ in nothing (or nothing that
+  // matters) give differences apart by rounding only, and a ratio over
+  // that noise would report effects of any size.
+  const bool has_ratio =
+      std::abs(clean_diff - corrupted_diff) >
+      1e-5 * std::max({1.0, std::abs(clean_diff), std::abs(corrupted_diff)});
   for (size_t begin = 0; begin < sites.size(); begin += batch_rows) {
     if (stream.is_cancelled && stream.is_cancelled()) {
       return absl::CancelledError(absl::StrCat(
@@ -224,7 +237,7 @@ absl::Status HandlePatch(const HandlerContext& ctx,
       for (float v : logits[i - begin]) r->add_logits(v);
       const double d = diff(logits[i - begin]);
       r->set_logit_diff(d);
-      if (clean_diff != corrupted_diff) {
+      if (has_ratio) {
         r->set_normalized_effect((d - corrupted_diff) /
                                  (clean_diff - corrupted_diff));
       }

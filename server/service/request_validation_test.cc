@@ -1,9 +1,12 @@
 #include "server/service/request_validation.h"
 
 #include <cmath>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "server/service/reference_store.h"
 
 namespace bertology {
 namespace {
@@ -68,6 +71,124 @@ TEST(ValidateTextTest, Limits) {
             std::string::npos);
   EXPECT_FALSE(ValidateText("", "t", limits, false).ok());
   EXPECT_TRUE(ValidateText("", "t", limits, true).ok());
+}
+
+// HeadReference is opaque outside the core (no libtorch here), and request
+// validation only passes the pointer on: a sentinel address with a no-op
+// deleter stands in for statistics.
+std::shared_ptr<const HeadReference> Sentinel(int* storage) {
+  return std::shared_ptr<const HeadReference>(
+      reinterpret_cast<const HeadReference*>(storage), [](const auto*) {});
+}
+
+v1::HeadMask MeanMaskOfL0H1() {
+  v1::HeadMask proto;
+  proto.set_mode(v1::ABLATION_MODE_MEAN);
+  auto* lh = proto.mutable_ablate()->add_heads();
+  lh->set_layer(0);
+  lh->set_head(1);
+  return proto;
+}
+
+TEST(ParseHeadMaskTest, ReferenceModesNeedStatistics) {
+  int a = 0, b = 0;
+  ReferenceStore store(4);
+  store.Add(Sentinel(&a), {"hs-aaaa", 10, 100, 0});
+  v1::HeadMask proto = MeanMaskOfL0H1();
+
+  // A call that takes no statistics refuses the mode by name.
+  auto mask = ParseHeadMask(proto, 3, 4, AblationMode::kZero, "head_mask");
+  ASSERT_FALSE(mask.ok());
+  EXPECT_EQ(mask.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mask.status().message().find("head_mask.mode=mean"),
+            std::string::npos)
+      << mask.status();
+
+  // No id and no fallback.
+  MaskReferences refs{&store};
+  mask = ParseHeadMask(proto, 3, 4, AblationMode::kZero, "head_mask", refs);
+  ASSERT_FALSE(mask.ok());
+  EXPECT_NE(mask.status().message().find("head_mask.statistics is empty"),
+            std::string::npos)
+      << mask.status();
+
+  // An id this replica does not hold: FAILED_PRECONDITION, listing the held.
+  proto.set_statistics("hs-bbbb");
+  mask = ParseHeadMask(proto, 3, 4, AblationMode::kZero, "head_mask", refs);
+  ASSERT_FALSE(mask.ok());
+  EXPECT_EQ(mask.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(mask.status().message().find("head_mask.statistics=hs-bbbb"),
+            std::string::npos)
+      << mask.status();
+  EXPECT_NE(mask.status().message().find("held: hs-aaaa"), std::string::npos)
+      << mask.status();
+
+  // A held id is attached; one draw unless asked.
+  proto.set_statistics("hs-aaaa");
+  mask = ParseHeadMask(proto, 3, 4, AblationMode::kZero, "head_mask", refs);
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  EXPECT_EQ(mask->mode(), AblationMode::kMean);
+  EXPECT_EQ(mask->reference().get(), reinterpret_cast<HeadReference*>(&a));
+  EXPECT_EQ(mask->draws().count, 1);
+
+  // The fallback (a sweep's statistics) serves a mask naming none, with the
+  // sweep's draws; a mask's own resample options win.
+  proto.clear_statistics();
+  proto.set_mode(v1::ABLATION_MODE_RESAMPLE);
+  refs.fallback = Sentinel(&b);
+  refs.fallback_draws = ResampleDraws{3, 9};
+  mask = ParseHeadMask(proto, 3, 4, AblationMode::kZero, "head_mask", refs);
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  EXPECT_EQ(mask->reference().get(), reinterpret_cast<HeadReference*>(&b));
+  EXPECT_EQ(mask->draws().count, 3);
+  EXPECT_EQ(mask->draws().seed, 9u);
+  proto.mutable_resample()->set_draws(5);
+  mask = ParseHeadMask(proto, 3, 4, AblationMode::kZero, "head_mask", refs);
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  EXPECT_EQ(mask->draws().count, 5);
+  EXPECT_EQ(mask->draws().seed, 0u);
+
+  // Too many draws name the field and the bound.
+  proto.mutable_resample()->set_draws(65);
+  mask = ParseHeadMask(proto, 3, 4, AblationMode::kZero, "head_mask", refs);
+  ASSERT_FALSE(mask.ok());
+  EXPECT_NE(mask.status().message().find("head_mask.resample.draws=65"),
+            std::string::npos)
+      << mask.status();
+
+  // The identity mask in mean mode ablates nothing and needs nothing.
+  v1::HeadMask identity;
+  identity.set_mode(v1::ABLATION_MODE_MEAN);
+  mask = ParseHeadMask(identity, 3, 4, AblationMode::kZero, "head_mask");
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  EXPECT_TRUE(mask->IsIdentity());
+}
+
+TEST(RefuseReferenceModeTest, NamesTheRpc) {
+  EXPECT_TRUE(
+      RefuseReferenceMode(AblationMode::kUniform, "mode", "PruneCurve").ok());
+  const absl::Status s =
+      RefuseReferenceMode(AblationMode::kResample, "mode", "PruneCurve");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("mode=resample: PruneCurve"), std::string::npos)
+      << s;
+}
+
+TEST(ReferenceStoreTest, KeepsTheNewestAndOneCopyPerId) {
+  int a = 0, b = 0, c = 0, dup = 0;
+  ReferenceStore store(2);
+  store.Add(Sentinel(&a), {"hs-a", 1, 1, 0});
+  store.Add(Sentinel(&b), {"hs-b", 1, 1, 0});
+  // The same id again keeps the one held (two requests computing one set).
+  EXPECT_EQ(store.Add(Sentinel(&dup), {"hs-a", 1, 1, 0}).get(),
+            reinterpret_cast<HeadReference*>(&a));
+  store.Add(Sentinel(&c), {"hs-c", 1, 1, 0});
+  std::vector<std::string> ids;
+  for (const auto& info : store.List()) ids.push_back(info.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"hs-b", "hs-c"}));
+  EXPECT_EQ(store.Get("hs-a"), nullptr);
+  EXPECT_EQ(store.Find("hs-a", "statistics").status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

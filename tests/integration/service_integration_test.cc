@@ -505,6 +505,21 @@ grpc::Status SweepWith(v1::Bertology::Stub* stub,
   return reader->Finish();
 }
 
+grpc::Status PatchWith(v1::Bertology::Stub* stub,
+                       std::function<void(v1::PatchRequest*)> edit) {
+  v1::PatchRequest request;
+  request.mutable_clean()->set_text_a("the cat was here");
+  request.mutable_corrupted()->set_text_a("the dog was here");
+  request.set_all_heads(true);
+  edit(&request);
+  grpc::ClientContext context;
+  auto reader = stub->Patch(&context, request);
+  v1::PatchResponse event;
+  while (reader->Read(&event)) {
+  }
+  return reader->Finish();
+}
+
 // Invalid UTF-8 is not here: text fields are proto3 `string`, which protobuf
 // refuses to serialize or parse when not UTF-8, so it never reaches a
 // handler (request_validation_test covers the server's own check).
@@ -684,9 +699,23 @@ TEST_F(ServiceTest, BadInputGetsAClearStatus) {
       {"sweep unknown mode",
        [](auto* s) {
          return SweepWith(
-             s, [](auto* r) { r->set_mode(static_cast<v1::AblationMode>(4)); });
+             s, [](auto* r) { r->set_mode(static_cast<v1::AblationMode>(9)); });
        },
-       C::INVALID_ARGUMENT, "mode=4"},
+       C::INVALID_ARGUMENT, "mode=9"},
+      {"sweep resample without statistics",
+       [](auto* s) {
+         return SweepWith(
+             s, [](auto* r) { r->set_mode(v1::ABLATION_MODE_RESAMPLE); });
+       },
+       C::INVALID_ARGUMENT, "give the sweep `statistics`"},
+      {"sweep unknown statistics",
+       [](auto* s) {
+         return SweepWith(s, [](auto* r) {
+           r->set_mode(v1::ABLATION_MODE_MEAN);
+           r->set_statistics("hs-0000000000000000");
+         });
+       },
+       C::FAILED_PRECONDITION, "hs-0000000000000000"},
       {"sweep too many masks",
        [](auto* s) {
          return SweepWith(s, [](auto* r) {
@@ -701,6 +730,76 @@ TEST_F(ServiceTest, BadInputGetsAClearStatus) {
          return SweepWith(s, [](auto* r) { r->set_model("nope"); });
        },
        C::NOT_FOUND, "nope"},
+      {"patch lengths differ",
+       [](auto* s) {
+         return PatchWith(s, [](auto* r) {
+           r->mutable_corrupted()->set_text_a("the dog was not here at all");
+         });
+       },
+       C::INVALID_ARGUMENT, "must tokenize to the same length"},
+      {"patch no sites",
+       [](auto* s) {
+         return PatchWith(s, [](auto* r) { r->set_all_heads(false); });
+       },
+       C::INVALID_ARGUMENT, "no sites"},
+      {"patch layer out of range",
+       [](auto* s) {
+         return PatchWith(s, [](auto* r) { r->add_sites()->set_layer(3); });
+       },
+       C::INVALID_ARGUMENT, "sites[0].layer=3"},
+      {"patch head out of range",
+       [](auto* s) {
+         return PatchWith(s, [](auto* r) {
+           auto* site = r->add_sites();
+           site->set_layer(1);
+           site->set_head(4);
+         });
+       },
+       C::INVALID_ARGUMENT, "sites[0].head=4"},
+      {"patch negative position",
+       [](auto* s) {
+         return PatchWith(s, [](auto* r) { r->add_sites()->set_position(-1); });
+       },
+       C::INVALID_ARGUMENT, "sites[0].position=-1"},
+      {"patch position past the tokens",
+       [](auto* s) {
+         return PatchWith(s, [](auto* r) { r->add_sites()->set_position(99); });
+       },
+       C::INVALID_ARGUMENT, "sites[0].position=99"},
+      {"patch foil equals answer",
+       [](auto* s) {
+         return PatchWith(s, [](auto* r) {
+           r->set_answer(1);
+           r->set_foil(1);
+         });
+       },
+       C::INVALID_ARGUMENT, "foil=1"},
+      {"patch answer not a class",
+       [](auto* s) { return PatchWith(s, [](auto* r) { r->set_answer(3); }); },
+       C::INVALID_ARGUMENT, "answer=3"},
+      {"patch empty input",
+       [](auto* s) { return PatchWith(s, [](auto* r) { r->clear_clean(); }); },
+       C::INVALID_ARGUMENT, "clean"},
+      {"statistics no inputs",
+       [](auto* s) {
+         v1::ComputeHeadStatisticsRequest request;
+         v1::ComputeHeadStatisticsResponse response;
+         grpc::ClientContext context;
+         return s->ComputeHeadStatistics(&context, request, &response);
+       },
+       C::INVALID_ARGUMENT, "inputs is empty"},
+      {"classify mean without statistics",
+       [](auto* s) {
+         v1::ClassifyRequest request;
+         request.add_inputs()->set_text_a("the cat");
+         request.mutable_head_mask()->set_mode(v1::ABLATION_MODE_MEAN);
+         auto* lh = request.mutable_head_mask()->mutable_ablate()->add_heads();
+         lh->set_layer(1);
+         v1::ClassifyResponse response;
+         grpc::ClientContext context;
+         return s->Classify(&context, request, &response);
+       },
+       C::INVALID_ARGUMENT, "head_mask.statistics is empty"},
       {"model info unknown model",
        [](auto* s) {
          v1::GetModelInfoRequest request;

@@ -125,6 +125,33 @@ class DefaultModelTest(unittest.TestCase):
                                          mask={"ablate": term})
         self.assertEqual(masked["correct"], masking["term_heads"]["correct"])
 
+    def test_mean_ablation_reproduces(self):
+        """The card's mean-ablation sweep: the statistics over the dev rows
+        computed again through the Python client get the card's id (the
+        same model and inputs), and the two heads the card finds most
+        harmful, mean-ablated through Classify, score the sweep's counts."""
+        a = self.card.get("mean_ablation")
+        if a is None:
+            self.skipTest("card.json has no mean_ablation yet (make card)")
+        dev = evaluate_model.read_tsv(os.path.join(MODEL_DIR, "data", "dev.tsv"))
+        st = self.client.compute_head_statistics([(x, y) for x, y, _ in dev],
+                                                 model="querytitle")
+        self.assertEqual(st["id"], a["statistics"]["id"])
+        self.assertEqual(st["tokens"], a["statistics"]["tokens"])
+        rows = evaluate_model.read_tsv(os.path.join(MODEL_DIR, "data", "test.tsv"))
+        rows = rows[:a["sweep_examples"]]
+        for r in a["most_harmful_either"][:2]:
+            layer, h = r["head"][1:].split("H")
+            got = evaluate_model.evaluate(
+                self.client, rows, mask={"ablate": [(int(layer), int(h))],
+                                         "mode": "mean",
+                                         "statistics": st["id"]})
+            self.assertEqual(got["correct"], r["mean_correct"], r)
+        # Mean ablation is another intervention than zero: the card's heads
+        # differ between the modes somewhere.
+        self.assertTrue(any(r["mean_correct"] != r["zero_correct"]
+                            for r in a["most_harmful_either"]), a)
+
     def test_starting_point_is_what_the_classifier_started_from(self):
         config = read_json(os.path.join(MLM_DIR, "config.json"))
         self.assertEqual(config["architectures"], ["BertForMaskedLM"])

@@ -131,9 +131,11 @@ class HeadsTest(unittest.TestCase):
             classifier = v["head"] != "encoder"
             self.assertEqual(m.has_classifier, classifier, name)
             want_rpcs = ["Tokenize", "GetAttention", "AnalyzeHeads",
-                         "CompareAttention", "SegmentWords"] + (
+                         "CompareAttention", "SegmentWords",
+                         "ComputeHeadStatistics"] + (
                 ["Classify", "SweepAblation", "HeadImportance", "PruneCurve"]
-                if classifier else [])
+                if classifier else []) + (
+                ["Patch"] if v["head"] == "sequence_classification" else [])
             self.assertEqual(list(m.served_rpcs), want_rpcs, name)
             self.assertEqual(pb.ModelHead.Name(m.head),
                              "MODEL_HEAD_" + v["head"].upper(), name)
