@@ -127,16 +127,18 @@ class DefaultModelTest(unittest.TestCase):
 
     def test_mean_ablation_reproduces(self):
         """The card's mean-ablation sweep: the statistics over the dev rows
-        computed again through the Python client get the card's id (the
-        same model and inputs), and the two heads the card finds most
-        harmful, mean-ablated through Classify, score the sweep's counts."""
+        computed again through the Python client (their id is not compared:
+        it digests the model's identity, which holds the weights file's
+        mtime, new in every checkout), and the two heads the card finds
+        most harmful, mean-ablated through Classify, score the sweep's
+        counts."""
         a = self.card.get("mean_ablation")
         if a is None:
             self.skipTest("card.json has no mean_ablation yet (make card)")
         dev = evaluate_model.read_tsv(os.path.join(MODEL_DIR, "data", "dev.tsv"))
         st = self.client.compute_head_statistics([(x, y) for x, y, _ in dev],
                                                  model="querytitle")
-        self.assertEqual(st["id"], a["statistics"]["id"])
+        self.assertEqual(st["examples"], a["statistics"]["examples"])
         self.assertEqual(st["tokens"], a["statistics"]["tokens"])
         rows = evaluate_model.read_tsv(os.path.join(MODEL_DIR, "data", "test.tsv"))
         rows = rows[:a["sweep_examples"]]
