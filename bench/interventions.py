@@ -14,6 +14,8 @@ side in one run on one server (not part of `make bench`: about 3 minutes).
    Patch call, every (head, position), and the loop a notebook writes: one
    call (one patched forward pass plus the two source runs) per head; and
    144 Classify calls of one input, the floor of any one-pass-per-site loop.
+3. The strongest heads when the corruption removes the query's terms from
+   the title instead (3 pairs).
 """
 import argparse
 import os
@@ -83,6 +85,18 @@ def main():
         best = sorted(out["results"], key=lambda r: -abs(r["normalized_effect"] or 0))[:3]
         print("strongest heads (normalized effect): " + ", ".join(
             f"L{r['layer']}H{r['head']} {r['normalized_effect']:.3f}" for r in best))
+        # Another corruption: the title's characters that occur in the
+        # query replaced by one that occurs in neither (term matching).
+        chars = sorted({c for x, y, _ in rows for c in x + y})
+        for a, b, _ in [r for r in rows if r[2] == "4"][:3]:
+            filler = next(c for c in chars if c not in a and c not in b)
+            out = client.patch((a, b), (a, "".join(filler if c in a else c
+                                                   for c in b)))
+            best = sorted(out["results"],
+                          key=lambda r: -abs(r["normalized_effect"] or 0))[:3]
+            print("query terms removed from the title: " + ", ".join(
+                f"L{r['layer']}H{r['head']} {r['normalized_effect']:.3f}"
+                for r in best))
     finally:
         client.close()
         proc.terminate()
