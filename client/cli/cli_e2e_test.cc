@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -294,6 +295,29 @@ TEST_F(CliE2eTest, PatchWritesTableJsonCsvAndHeatmap) {
   const int tokens = j["plan"]["num_tokens"];
   EXPECT_EQ(j["results"].size(), static_cast<size_t>(12 * tokens));
   EXPECT_TRUE(Contains(ReadFile(out2 / "patch_head_positions.svg"), "<svg"));
+
+  // Causal tracing: the residual stream entering each layer and the
+  // encoder output, per token. At the encoder output only [CLS] is read by
+  // the classifier: patching it gives the clean score, any other token
+  // leaves the corrupted one.
+  const fs::path out3 = dir_ / "patch_residual";
+  r = Run("patch",
+          {"--clean=the cat was here", "--corrupted=the dog was here",
+           "--sites=residual-positions", "--quiet", "--out", out3.string()});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  j = nlohmann::json::parse(ReadFile(out3 / "patch.json"));
+  ASSERT_EQ(j["results"].size(), static_cast<size_t>(4 * tokens));
+  const double clean = j["plan"]["clean_logit_diff"];
+  const double corrupted = j["plan"]["corrupted_logit_diff"];
+  ASSERT_GT(std::abs(clean - corrupted), 1e-3);
+  for (const auto& site : j["results"]) {
+    EXPECT_EQ(site["kind"], "residual");
+    if (site["layer"] != 3) continue;
+    const double want = site["position"] == 0 ? clean : corrupted;
+    EXPECT_NEAR(site["logit_diff"].get<double>(), want, 1e-4) << site;
+  }
+  EXPECT_TRUE(
+      Contains(ReadFile(out3 / "patch_residual_positions.svg"), "<svg"));
 
   // Inputs of different lengths: refused by the server, naming both.
   r = Run("patch", {"--clean=the cat was here",

@@ -22,17 +22,20 @@ constexpr char kCommand[] = "patch";
 constexpr char kUsage[] =
     "Usage: bertology patch --clean=TEXT --corrupted=TEXT [--clean-b=TEXT "
     "--corrupted-b=TEXT]\n"
-    "       [--sites=heads|head-positions] "
+    "       [--sites=heads|head-positions|residual-positions] "
     "[--direction=clean-into-corrupted|corrupted-into-clean]\n"
     "       [--answer=N --foil=N] [--top=N] [--out=DIR]\n"
-    "Activation patching: for every site (a head's output, or a head's "
-    "output at one\ntoken), runs one input with the other run's activation "
+    "Activation patching: for every site (a head's output, a head's "
+    "output at one\ntoken, or the residual stream entering a layer at one "
+    "token), runs one input with the other run's activation "
     "there and scores the\nlogit difference logit[answer] - logit[foil]. "
     "The normalized effect is 1 where\nthe patched run behaves as the clean "
     "one and 0 as the corrupted one. The two\ninputs must tokenize to the "
     "same length. Prints the --top sites by\n|normalized effect|; --out "
-    "writes patch.json, patch.csv and patch_heads.svg\n(--sites=heads) or "
-    "patch_head_positions.svg (--sites=head-positions).";
+    "writes patch.json, patch.csv and patch_heads.svg\n(--sites=heads), "
+    "patch_head_positions.svg (--sites=head-positions) or\n"
+    "patch_residual_positions.svg (--sites=residual-positions: layers x "
+    "tokens, as\ncausal tracing draws it).";
 
 std::vector<FlagSpec> PatchFlags() {
   std::vector<FlagSpec> flags = ConnectionFlags();
@@ -43,8 +46,10 @@ std::vector<FlagSpec> PatchFlags() {
       {"corrupted-b", true, "the corrupted input's second text (pairs)",
        "TEXT"},
       {"sites", true,
-       "heads (every layer x head, all positions; default) or "
-       "head-positions (every layer x head x token)",
+       "heads (every layer x head, all positions; default), "
+       "head-positions (every layer x head x token) or residual-positions "
+       "(the residual stream entering every layer, and the encoder output, "
+       "x token)",
        "S"},
       {"direction", true,
        "clean-into-corrupted (default: which sites restore the clean "
@@ -88,9 +93,12 @@ absl::StatusOr<v1::PatchRequest> BuildRequest(const Args& args) {
     request.set_all_heads(true);
   } else if (sites == "head-positions") {
     request.set_all_head_positions(true);
+  } else if (sites == "residual-positions") {
+    request.set_all_residual_positions(true);
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("--sites=", sites, " is not heads or head-positions"));
+        absl::StrCat("--sites=", sites,
+                     " is not heads, head-positions or residual-positions"));
   }
   const std::string direction = args.Get("direction", "clean-into-corrupted");
   if (direction == "clean-into-corrupted") {
@@ -145,7 +153,7 @@ absl::StatusOr<PatchRun> ReadPatchStream(
   return run;
 }
 
-absl::Status WriteOut(const PatchRun& run, bool positions,
+absl::Status WriteOut(const PatchRun& run, const v1::PatchRequest& request,
                       const std::string& dir,
                       std::vector<std::string>* written) {
   absl::Status s =
@@ -154,12 +162,18 @@ absl::Status WriteOut(const PatchRun& run, bool positions,
     s = render::WriteOutputFile(dir, "patch.csv", PatchCsv(run), written);
   }
   if (!s.ok()) return s;
-  return positions ? render::WriteOutputFile(
-                         dir, "patch_head_positions.svg",
-                         render::PatchGridSvg(PatchPositionGrid(run)), written)
-                   : render::WriteOutputFile(
-                         dir, "patch_heads.svg",
-                         render::PatchGridSvg(PatchHeadGrid(run)), written);
+  if (request.all_residual_positions()) {
+    return render::WriteOutputFile(dir, "patch_residual_positions.svg",
+                                   render::PatchGridSvg(PatchResidualGrid(run)),
+                                   written);
+  }
+  return request.all_head_positions()
+             ? render::WriteOutputFile(
+                   dir, "patch_head_positions.svg",
+                   render::PatchGridSvg(PatchPositionGrid(run)), written)
+             : render::WriteOutputFile(dir, "patch_heads.svg",
+                                       render::PatchGridSvg(PatchHeadGrid(run)),
+                                       written);
 }
 
 }  // namespace
@@ -187,8 +201,7 @@ int RunPatch(const Argv& argv) {
   std::string table = PatchTable(*run, *top);
   if (args.Has("out")) {
     std::vector<std::string> written;
-    absl::Status s = WriteOut(*run, request->all_head_positions(),
-                              args.Get("out"), &written);
+    absl::Status s = WriteOut(*run, *request, args.Get("out"), &written);
     if (!s.ok()) return Fail(kCommand, kExitData, s);
     absl::StrAppend(&table, "\nWrote:\n");
     for (const std::string& path : written) {

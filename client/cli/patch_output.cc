@@ -218,5 +218,39 @@ render::PatchGrid PatchPositionGrid(const PatchRun& run) {
   return grid;
 }
 
+render::PatchGrid PatchResidualGrid(const PatchRun& run) {
+  const v1::PatchPlan& p = run.plan;
+  int layers = 0, tokens = p.num_tokens();
+  for (const v1::PatchResult& r : run.results) {
+    const v1::PatchSite& s = r.site();
+    if (!IsResidual(s) || !s.has_position()) continue;
+    layers = std::max(layers, s.layer() + 1);
+    tokens = std::max(tokens, s.position() + 1);
+  }
+  render::PatchGrid grid;
+  grid.title = "Activation patching: the residual stream per layer and token";
+  grid.subtitle = Subtitle(p);
+  grid.row_axis = "input of layer";
+  grid.col_axis = "clean token";
+  for (int l = 0; l < layers; ++l) {
+    grid.row_labels.push_back(absl::StrCat("L", l));
+  }
+  for (int t = 0; t < tokens; ++t) {
+    grid.col_labels.push_back(t < p.tokens_size() ? p.tokens(t)
+                                                  : absl::StrCat(t));
+  }
+  grid.values.assign(static_cast<size_t>(layers) * tokens, kNaN);
+  for (const v1::PatchResult& r : run.results) {
+    const v1::PatchSite& s = r.site();
+    if (!IsResidual(s) || !s.has_position() || s.layer() < 0 ||
+        s.position() < 0) {
+      continue;
+    }
+    grid.values[static_cast<size_t>(s.layer()) * tokens + s.position()] =
+        Effect(r);
+  }
+  return grid;
+}
+
 }  // namespace client
 }  // namespace bertology

@@ -46,6 +46,10 @@ render::PatchGrid PatchHeadGrid(const PatchRun& run);
 // Head sites with a position as one row per (layer, head), in site order,
 // and one column per clean token.
 render::PatchGrid PatchPositionGrid(const PatchRun& run);
+// Residual sites at one position: one row per layer whose input was
+// patched ("L0" = the embeddings, "L<num_layers>" = the encoder output), one
+// column per clean token: causal tracing's grid.
+render::PatchGrid PatchResidualGrid(const PatchRun& run);
 
 }  // namespace client
 }  // namespace bertology

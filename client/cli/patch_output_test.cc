@@ -112,6 +112,33 @@ TEST(PatchOutputTest, PositionGridHasARowPerHeadAndAColumnPerToken) {
   EXPECT_NE(PatchTable(run, 1).find("L1H1@2"), std::string::npos);
 }
 
+TEST(PatchOutputTest, ResidualGridIsLayersByTokens) {
+  PatchRun run = HeadRun();
+  run.results.clear();
+  int index = 0;
+  for (int l = 0; l < 3; ++l) {  // 2 layers: inputs of L0, L1, the output
+    for (int p = 0; p < 3; ++p) {
+      v1::PatchResult r = Result(index, l, 0, 0, index / 9.0, p);
+      r.mutable_site()->set_kind(v1::PATCH_SITE_KIND_RESIDUAL);
+      r.mutable_site()->clear_head();
+      run.results.push_back(r);
+      ++index;
+    }
+  }
+  // A head site in the same run is not in this grid.
+  run.results.push_back(Result(index++, 0, 1, 0, 5.0, 1));
+  run.plan.set_num_sites(index);
+  ASSERT_TRUE(CheckPatchRun(run).ok());
+  const render::PatchGrid g = PatchResidualGrid(run);
+  ASSERT_EQ(g.row_labels.size(), 3u);
+  EXPECT_EQ(g.row_labels[2], "L2");
+  ASSERT_EQ(g.col_labels.size(), 3u);
+  EXPECT_EQ(g.col_labels[2], "[SEP]");
+  ASSERT_EQ(g.values.size(), 9u);
+  EXPECT_DOUBLE_EQ(g.values[5], 5 / 9.0);  // input of L1 at "[SEP]"
+  EXPECT_NE(PatchTable(run, 9).find("resid L2@2"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace client
 }  // namespace bertology

@@ -47,7 +47,8 @@ v1::PatchSite ToProto(const PatchSite& site) {
 }
 
 // The request's sites in order: explicit ones, then all_heads (layer-major),
-// then all_head_positions (layer, head, position). Each checked against the
+// then all_head_positions (layer, head, position), then
+// all_residual_positions (layer 0..L, position). Each checked against the
 // model and the inputs, at most `max_sites`.
 absl::StatusOr<std::vector<PatchSite>> ExpandSites(
     const v1::PatchRequest& request, const ActivationPatcher& patcher,
@@ -55,10 +56,12 @@ absl::StatusOr<std::vector<PatchSite>> ExpandSites(
   const int64_t t = patcher.num_tokens();
   const int64_t total =
       request.sites_size() + (request.all_heads() ? layers * heads : 0) +
-      (request.all_head_positions() ? int64_t{layers} * heads * t : 0);
+      (request.all_head_positions() ? int64_t{layers} * heads * t : 0) +
+      (request.all_residual_positions() ? int64_t{layers + 1} * t : 0);
   if (total == 0) {
     return absl::InvalidArgumentError(
-        "no sites: give sites, all_heads or all_head_positions");
+        "no sites: give sites, all_heads, all_head_positions or "
+        "all_residual_positions");
   }
   if (total > max_sites) {
     return absl::ResourceExhaustedError(
@@ -100,6 +103,12 @@ absl::StatusOr<std::vector<PatchSite>> ExpandSites(
       }
     }
   }
+  for (int l = 0; request.all_residual_positions() && l <= layers; ++l) {
+    for (int p = 0; p < t; ++p) {
+      sites.push_back({PatchSite::Kind::kResidual, l, 0, p});
+    }
+  }
+
   return sites;
 }
 

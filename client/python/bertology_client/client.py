@@ -813,7 +813,9 @@ class Client:
         """Activation patching (Patch) of `clean` and `corrupted` (a string,
         a (text_a, text_b) pair or a dict; they must tokenize to the same
         length). `sites`: "heads" (every (layer, head), all positions),
-        "head-positions" (every (layer, head, position)), or a list of
+        "head-positions" (every (layer, head, position)),
+        "residual-positions" (the residual stream entering every layer,
+        0 to num_layers, at every position: causal tracing), or a list of
         sites ((layer, head), (layer, head, position), dicts with "kind":
         "head" | "residual", "layer", "head", "position", or PatchSite
         protos). `direction`: "clean-into-corrupted" (which sites restore
@@ -836,9 +838,12 @@ class Client:
             req.all_heads = True
         elif sites == "head-positions":
             req.all_head_positions = True
+        elif sites == "residual-positions":
+            req.all_residual_positions = True
         elif isinstance(sites, str):
-            raise ValueError("sites must be 'heads', 'head-positions' or a "
-                             "list of sites, not %r" % sites)
+            raise ValueError("sites must be 'heads', 'head-positions', "
+                             "'residual-positions' or a list of sites, not %r"
+                             % sites)
         else:
             req.sites.extend(_patch_site(x) for x in sites)
         if answer is not None:

@@ -383,6 +383,18 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(
             [(r["layer"], r["head"], r["position"]) for r in out["results"]],
             [(l, h, p) for l in range(L) for h in range(H) for p in range(T)])
+        # The residual stream entering every layer and the encoder output,
+        # per token; "noising" the encoder output's [CLS] gives the
+        # corrupted run's score.
+        res = self.client.patch("it was there", "it is there",
+                                sites="residual-positions",
+                                direction="corrupted-into-clean")
+        self.assertEqual(
+            [(r["kind"], r["layer"], r["position"]) for r in res["results"]],
+            [("residual", l, p) for l in range(L + 1) for p in range(T)])
+        cls_out = res["results"][L * T]
+        self.assertAlmostEqual(cls_out["logit_diff"],
+                               res["plan"]["corrupted_logit_diff"], places=4)
         with self.assertRaises(ValueError):
             self.client.patch("a", "b", sites="everything")
 
