@@ -261,12 +261,24 @@ TEST_F(CliE2eTest, StatisticsThenMeanAblationSweep) {
                          "--statistics=hs-00", "--ablate=0:1"});
   EXPECT_EQ(bad.exit_code, 1) << Describe(bad);
   EXPECT_TRUE(Contains(bad.err, "hs-00")) << Describe(bad);
-  // Importance takes zero and uniform masks only.
+  // Importance in mode mean (toward the statistics) differs from zero's;
+  // resample it refuses.
+  std::vector<std::string> importance = {"--data", data.string(),
+                                         "--label=label"};
+  importance.insert(importance.end(), columns.begin(), columns.end());
+  CliResult imp_zero = Run("importance", importance);
+  ASSERT_EQ(imp_zero.exit_code, 0) << Describe(imp_zero);
+  importance.push_back("--mode=mean");
+  importance.push_back("--statistics=" + id);
+  CliResult imp_mean = Run("importance", importance);
+  ASSERT_EQ(imp_mean.exit_code, 0) << Describe(imp_mean);
+  EXPECT_TRUE(Contains(imp_mean.out, "layer,head,importance")) << imp_mean.out;
+  EXPECT_NE(imp_mean.out, imp_zero.out);
   bad = Run("importance", {"--data", data.string(), "--text-a=sentence1",
-                           "--text-b=sentence2", "--label=label", "--mode=mean",
-                           "--ablate=0:1"});
+                           "--text-b=sentence2", "--label=label",
+                           "--mode=resample", "--statistics=" + id});
   EXPECT_EQ(bad.exit_code, 2) << Describe(bad);
-  EXPECT_TRUE(Contains(bad.err, "zero or uniform")) << Describe(bad);
+  EXPECT_TRUE(Contains(bad.err, "zero, uniform or mean")) << Describe(bad);
 }
 
 TEST_F(CliE2eTest, PatchWritesTableJsonCsvAndHeatmap) {

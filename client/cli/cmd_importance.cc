@@ -19,6 +19,7 @@
 #include "client/cli/exit_codes.h"
 #include "client/cli/labeled_data.h"
 #include "client/cli/mask_flags.h"
+#include "client/cli/reference_statistics.h"
 #include "client/render/file_output.h"
 #include "client/render/head_grid_figures.h"
 #include "client/render/prune_curve_figure.h"
@@ -161,13 +162,14 @@ int RunImportance(const Argv& argv) {
   constexpr char kCommand[] = "importance";
   std::vector<FlagSpec> flags = CommonFlags(
       "write importance.csv, importance.json and importance.svg here");
-  // The mask flags without the reference ones: zero and uniform only.
+  // The mask flags without resample's: its draws have no gradient form.
   for (FlagSpec& f : HeadMaskFlags()) {
-    if (f.name == "statistics" || f.name == "reference" || f.name == "draws" ||
-        f.name == "seed") {
-      continue;
+    if (f.name == "draws" || f.name == "seed") continue;
+    if (f.name == "mode") {
+      f.help =
+          "zero (HF head_mask), uniform or mean (the gradient toward each "
+          "head's mean output; needs --statistics or --reference)";
     }
-    if (f.name == "mode") f.help = "zero (HF head_mask) or uniform";
     flags.push_back(f);
   }
   Args args;
@@ -182,20 +184,23 @@ int RunImportance(const Argv& argv) {
           flags, argv, &args, &exit)) {
     return exit;
   }
-  // The server refuses these modes for HeadImportance (its gradient is
-  // taken with respect to a probability mask); say so before any work.
+  // The server refuses resample here (its draws have no gradient form);
+  // say so before any work.
   const absl::StatusOr<v1::AblationMode> mode = ParseMode(args);
-  if (mode.ok() && (*mode == v1::ABLATION_MODE_MEAN ||
-                    *mode == v1::ABLATION_MODE_RESAMPLE)) {
+  if (mode.ok() && *mode == v1::ABLATION_MODE_RESAMPLE) {
     return Fail(kCommand, kExitUsage,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "--mode=", ModeName(*mode),
-                    ": importance masks heads in mode zero or uniform only")));
+                absl::InvalidArgumentError(
+                    "--mode=resample: importance takes a mask in mode zero, "
+                    "uniform or mean"));
   }
   auto mask = ParseHeadMask(args);
   if (!mask.ok()) return Fail(kCommand, kExitUsage, mask.status());
   Job job;
   if (auto failed = PrepareJob(kCommand, args, &job)) return *failed;
+  if (auto failed = ResolveMaskStatistics(kCommand, job.stub.get(), args,
+                                          /*column_flags=*/true, &*mask)) {
+    return *failed;
+  }
   v1::HeadImportanceRequest request;
   request.set_model(args.Get("model"));
   *request.mutable_head_mask() = *mask;

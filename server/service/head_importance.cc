@@ -3,7 +3,9 @@
 // which take gradients with respect to a head mask through the model's own
 // modules (Michel et al. 2019; HF run_bertology.py).
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -101,11 +103,30 @@ absl::Status HandleHeadImportance(
   RETURN_IF_ERROR(CheckExampleCount(*ctx.limits, request.examples_size()));
   const BertConfig& c = model.config();
   ASSIGN_OR_RETURN(
-      const HeadMask mask,
+      HeadMask mask,
       ParseHeadMask(request.head_mask(), c.num_hidden_layers,
-                    c.num_attention_heads, AblationMode::kZero, "head_mask"));
-  RETURN_IF_ERROR(
-      RefuseReferenceMode(mask.mode(), "head_mask.mode", "HeadImportance"));
+                    c.num_attention_heads, AblationMode::kZero, "head_mask",
+                    MaskReferences{served->references.get()}));
+  // Mean mode: the gradient of o' = m o + (1 - m) mean with respect to m.
+  // Resample's draws have no such form.
+  if (mask.mode() == AblationMode::kResample) {
+    return absl::InvalidArgumentError(
+        "head_mask.mode=resample: HeadImportance takes a mask in mode zero, "
+        "uniform or mean");
+  }
+  if (mask.mode() == AblationMode::kMean && mask.reference() == nullptr) {
+    // The identity mask is attached no statistics (it ablates nothing), but
+    // its gradient still points toward the means.
+    if (request.head_mask().statistics().empty()) {
+      return absl::InvalidArgumentError(
+          "head_mask.statistics is empty: mode mean needs the id of reference "
+          "statistics (ComputeHeadStatistics)");
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<const HeadReference> reference,
+                     served->references->Find(request.head_mask().statistics(),
+                                              "head_mask.statistics"));
+    mask.set_reference(std::move(reference));
+  }
   ASSIGN_OR_RETURN(
       const std::vector<SweepExample> examples,
       EncodeLabeledExamples(*ctx.limits, *served, request.examples(), nullptr));

@@ -132,6 +132,75 @@ class ImportanceTest(unittest.TestCase):
                 self.assertAlmostEqual(got["loss_sum"], loss, delta=1e-3)
                 self.assertEqual(progress[-1], (16, 16))
 
+    def test_importance_in_mean_mode(self):
+        """Mean mode: d loss / d m of o' = m o + (1 - m) mean, against
+        tests/golden/intervention_reference.py's float64 forward (its own
+        hooks, not the server's code) by autograd, itself checked by central
+        differences; the statistics come from ComputeHeadStatistics over
+        other texts, and the reference computes their means itself."""
+        import torch
+        import intervention_reference as iref
+        w = {k: v.double() for k, v in self.w.items()}
+        ref_texts = make_texts(10, seed=11)
+        st = self.client.compute_head_statistics(ref_texts)
+        rows = []
+        for a, b in ref_texts:
+            tokens = self.stub.Tokenize(pb.TokenizeRequest(text_a=a, text_b=b)).tokens
+            rows.append(([t.id for t in tokens], [t.segment for t in tokens]))
+        r_ids, r_types, r_mask = ref.pad(rows)
+        n = r_ids.shape[0]
+        _, ctxs, _ = iref.forward(w, r_ids, r_types, r_mask,
+                                  torch.ones(n, L, H, dtype=torch.float64))
+        real = r_mask.double()[:, None, :, None]
+        mean = torch.stack([(c * real).sum((0, 2)) / r_mask.sum() for c in ctxs])
+        self.assertEqual(st["tokens"], int(r_mask.sum()))
+        ids, types, amask = self.batch
+        b = ids.shape[0]
+        labels = torch.tensor(self.labels)
+
+        def losses(m):
+            logits = iref.forward(w, ids, types, amask, m, fill=mean)[0]
+            return -torch.log_softmax(logits, -1).gather(1, labels[:, None])[:, 0]
+
+        values = [1.0] * (L * H)
+        values[1] = 0.0
+        values[6] = 0.5
+        for point in (values, [1.0] * (L * H)):
+            with self.subTest(mask=point):
+                base = torch.tensor(point, dtype=torch.float64).view(1, L, H).repeat(b, 1, 1)
+                m = base.clone().requires_grad_(True)
+                (g,) = torch.autograd.grad(losses(m).sum(), m)
+                want = g.abs().sum(0)
+                with torch.no_grad():  # central differences, per example
+                    fd = torch.zeros(L, H, dtype=torch.float64)
+                    for l in range(L):
+                        for h in range(H):
+                            plus, minus = base.clone(), base.clone()
+                            plus[:, l, h] += 1e-6
+                            minus[:, l, h] -= 1e-6
+                            fd[l, h] = ((losses(plus) - losses(minus)) / 2e-6).abs().sum()
+                np.testing.assert_allclose(fd.numpy(), want.numpy(), rtol=1e-5)
+                mask = ({"dense": point, "mode": "mean", "statistics": st["id"]}
+                        if point is values else None)
+                got = self.client.head_importance(
+                    self.examples, mask=mask, mode="mean", statistics=st["id"],
+                    no_layer_norm=True, no_global_norm=True)
+                np.testing.assert_allclose(got["raw_importance"], want.numpy(),
+                                           rtol=1e-4, atol=1e-6 * want.max().item())
+                zero, _, _ = self.reference(point)
+                self.assertGreater((want - zero).abs().max().item(), 1e-2)
+        # Resample has no gradient form; mean needs statistics held here.
+        for kwargs, field in (({"mode": "resample", "statistics": st["id"]}, "resample"),
+                              ({"mode": "mean"}, "head_mask.statistics"),
+                              ({"mode": "mean", "statistics": "hs-00"}, "hs-00")):
+            with self.subTest(**kwargs):
+                with self.assertRaises(grpc.RpcError) as err:
+                    self.client.head_importance(self.examples, **kwargs)
+                self.assertEqual(err.exception.code(), grpc.StatusCode.INVALID_ARGUMENT
+                                 if field != "hs-00" else
+                                 grpc.StatusCode.FAILED_PRECONDITION)
+                self.assertIn(field, err.exception.details())
+
     def test_prune_curve_follows_reference(self):
         curve = self.client.prune_curve(self.examples, threshold=0.5,
                                         step_fraction=0.25)

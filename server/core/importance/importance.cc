@@ -133,6 +133,7 @@ absl::StatusOr<ImportanceResult> Importance(
     // per example (HF at batch size 1) in one backward pass.
     HeadMaskTensor m;
     m.mode = mask.mode();
+    m.reference = mask.reference();  // kMean: the means ablation moves to
     m.values = base.unsqueeze(0)
                    .repeat({b, 1, 1})
                    .to(input.input_ids.device())

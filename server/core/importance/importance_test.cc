@@ -11,6 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/model/head_reference.h"
 #include "server/core/model/model_tensors.h"
 
 namespace bertology {
@@ -129,6 +130,64 @@ TEST_F(ImportanceTest, MaskGradNonzeroAndClsOnlyMatchesFull) {
       << (grads[0] - grads[1]).abs().max() << "\n"
       << grads[0] << "\n"
       << grads[1];
+}
+
+// Mean mode: importance is |d loss / d m| for o' = m o + (1 - m) mean,
+// checked head by head against central differences of the loss computed by
+// the inference path (itself checked against the float64 reference in
+// head_reference_test), at m = 0.5 so that m +- eps stays a valid mask.
+TEST_F(ImportanceTest, MeanModeGradientMatchesFiniteDifferences) {
+  const std::vector<SweepExample> reference_set = Examples(8, 3);
+  std::vector<const Encoding*> encodings;
+  for (const SweepExample& e : reference_set) encodings.push_back(&e.encoding);
+  auto reference = ComputeHeadReference(*model_, encodings);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const std::vector<SweepExample> one = Examples(1, 7);
+  const ModelInput input = Batch(one);
+  auto mask_at = [&](int head, float delta, AblationMode mode) {
+    std::vector<float> v(kLayers * kHeads, 0.5f);
+    if (head >= 0) v[head] += delta;
+    HeadMask m = *HeadMask::Dense(kLayers, kHeads, v, mode);
+    m.set_reference(*reference);
+    return m;
+  };
+  auto loss = [&](const HeadMask& m) {
+    auto out = model_->ForwardTensors(input, {&m}, ForwardOptions());
+    EXPECT_TRUE(out.ok()) << out.status();
+    return -torch::log_softmax(out->logits.to(torch::kDouble),
+                               -1)[0][one[0].label]
+                .item<double>();
+  };
+  ImportanceOptions options;
+  options.layer_norm = options.global_norm = false;
+  auto mean =
+      ComputeHeadImportance(*model_, one, mask_at(-1, 0, AblationMode::kMean),
+                            options, ImportanceCallbacks());
+  ASSERT_TRUE(mean.ok()) << mean.status();
+  auto zero =
+      ComputeHeadImportance(*model_, one, mask_at(-1, 0, AblationMode::kZero),
+                            options, ImportanceCallbacks());
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  constexpr float kEps = 1e-2f;
+  double largest = 0, mode_gap = 0;
+  for (int h = 0; h < kLayers * kHeads; ++h) {
+    const double fd = (loss(mask_at(h, kEps, AblationMode::kMean)) -
+                       loss(mask_at(h, -kEps, AblationMode::kMean))) /
+                      (2 * kEps);
+    EXPECT_NEAR(mean->raw[h], std::abs(fd), 1e-3 + 2e-2 * std::abs(fd))
+        << "head " << h;
+    largest = std::max(largest, mean->raw[h]);
+    mode_gap = std::max(mode_gap, std::abs(mean->raw[h] - zero->raw[h]));
+  }
+  // The check can fail: gradients well above its tolerance, and another
+  // gradient than zero ablation's.
+  EXPECT_GT(largest, 2e-2);
+  EXPECT_GT(mode_gap, 1e-2);
+  // Resample has no gradient form; mean needs its statistics.
+  HeadMask resample = mask_at(-1, 0, AblationMode::kResample);
+  EXPECT_FALSE(ComputeHeadImportance(*model_, one, resample, options,
+                                     ImportanceCallbacks())
+                   .ok());
 }
 
 // Per-row mask copies make importance a sum of per-example |grad|: the

@@ -299,7 +299,8 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
     const torch::Tensor& attention_mask,
     const std::vector<const HeadMask*>& masks, const ForwardOptions& options,
     const torch::Tensor& start_hidden, const torch::Tensor& mask_tensor,
-    AblationMode mask_mode, const ActivationPatch* patch) {
+    AblationMode mask_mode, const ActivationPatch* patch,
+    const torch::Tensor& mask_fill) {
   // kResample rows run once per draw: row r becomes draws[r].count rows.
   std::vector<int64_t> source;
   std::vector<int> draws;
@@ -320,7 +321,8 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
   }
   if (!expand) {
     return RunRows(input_ids, token_type_ids, attention_mask, masks, draws,
-                   options, start_hidden, mask_tensor, mask_mode, patch);
+                   options, start_hidden, mask_tensor, mask_mode, patch,
+                   mask_fill);
   }
   TORCH_CHECK(patch == nullptr, "activation patches with resample draws");
   const int64_t b = input_ids.size(0);
@@ -332,7 +334,7 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
   BertRunOutput wide =
       RunRows(pick(input_ids), pick(token_type_ids), pick(attention_mask),
               expanded_masks, draws, options, pick(start_hidden), mask_tensor,
-              mask_mode, nullptr);
+              mask_mode, nullptr, mask_fill);
   // The mean over each row's draws, added in draw order.
   std::vector<float> count(b, 0.0f);
   for (int64_t r : source) count[r] += 1.0f;
@@ -360,7 +362,7 @@ BertRunOutput BertForSequenceClassificationImpl::RunRows(
     const std::vector<const HeadMask*>& masks, const std::vector<int>& draws,
     const ForwardOptions& options, const torch::Tensor& start_hidden,
     const torch::Tensor& mask_tensor, AblationMode mask_mode,
-    const ActivationPatch* patch) {
+    const ActivationPatch* patch, const torch::Tensor& mask_fill) {
   TORCH_CHECK(!options.compute_logits || has_classifier(),
               "compute_logits on a model without a classifier");
   const int64_t b = input_ids.size(0);
@@ -379,15 +381,25 @@ BertRunOutput BertForSequenceClassificationImpl::RunRows(
   context.extended_mask = (1 - mask) * LowestValue(dtype);
   TORCH_CHECK(!mask_tensor.defined() || masks.empty(),
               "mask_tensor and per-row head masks together");
-  TORCH_CHECK(!mask_tensor.defined() || !ModeNeedsReference(mask_mode),
-              "mask_tensor in mode ", AblationModeName(mask_mode),
-              " (no reference)");
-  const BatchHeadMask head_mask =
+  TORCH_CHECK(!mask_tensor.defined() || mask_mode != AblationMode::kResample,
+              "mask_tensor in mode resample (no tensor form)");
+  TORCH_CHECK(
+      !mask_tensor.defined() || mask_mode != AblationMode::kMean ||
+          (mask_fill.defined() && mask_fill.dim() == 3 &&
+           mask_fill.size(0) == num_layers_ &&
+           mask_fill.size(1) == num_heads_ && mask_fill.size(2) == head_size_),
+      "mask_tensor in mode mean needs a [L, H, d] mask_fill");
+  BatchHeadMask head_mask =
       mask_tensor.defined()
           ? TensorHeadMask(mask_tensor, mask_mode, b, num_layers_, num_heads_,
                            dtype)
           : MakeBatchHeadMask(masks, draws, b, num_layers_, num_heads_,
                               head_size_, input_ids.device(), dtype);
+  if (mask_tensor.defined() && mask_mode == AblationMode::kMean) {
+    head_mask.output_fill = mask_fill.to(input_ids.device(), dtype)
+                                .unsqueeze(0)
+                                .expand({b, -1, -1, -1});  // [B, L, H, d]
+  }
   if (head_mask.values.defined()) {
     context.fills = MakeAblationFills(head_mask.row_modes, mask);
   }

@@ -131,7 +131,8 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
   // importance, server/core/importance/): the values stay in the autograd
   // graph (converted to the compute dtype differentiably), so the caller
   // runs with grad enabled and outside InferenceMode. The HeadMask path
-  // above is unchanged by it. Only kZero and kUniform (no reference).
+  // above is unchanged by it. kZero, kUniform and kMean (with `mask_fill`,
+  // below).
   //
   // Masks in kMean / kResample need their reference (HeadMask::reference,
   // on this device in the compute dtype). A kResample row with n draws runs
@@ -140,6 +141,11 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
   //
   // `patch` (when not null; no masks then) patches each row's sites with
   // the source run's activations (activation_patch.h).
+  //
+  // `mask_tensor` in kMean (differentiable, for head importance) needs
+  // `mask_fill`, [L, H, d] on this device: the value the ablated part of
+  // each head's output takes (HeadReference::mean). kResample has no tensor
+  // form.
   BertRunOutput Run(const torch::Tensor& input_ids,
                     const torch::Tensor& token_type_ids,
                     const torch::Tensor& attention_mask,
@@ -148,7 +154,8 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
                     const torch::Tensor& start_hidden = torch::Tensor(),
                     const torch::Tensor& mask_tensor = torch::Tensor(),
                     AblationMode mask_mode = AblationMode::kZero,
-                    const ActivationPatch* patch = nullptr);
+                    const ActivationPatch* patch = nullptr,
+                    const torch::Tensor& mask_fill = torch::Tensor());
 
   BertModel bert{nullptr};
   torch::nn::Dropout dropout{nullptr};
@@ -157,15 +164,13 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
  private:
   // Run after the resample expansion: row r is draw `draws[r]` of its mask
   // (empty: every row draw 0).
-  BertRunOutput RunRows(const torch::Tensor& input_ids,
-                        const torch::Tensor& token_type_ids,
-                        const torch::Tensor& attention_mask,
-                        const std::vector<const HeadMask*>& masks,
-                        const std::vector<int>& draws,
-                        const ForwardOptions& options,
-                        const torch::Tensor& start_hidden,
-                        const torch::Tensor& mask_tensor,
-                        AblationMode mask_mode, const ActivationPatch* patch);
+  BertRunOutput RunRows(
+      const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
+      const torch::Tensor& attention_mask,
+      const std::vector<const HeadMask*>& masks, const std::vector<int>& draws,
+      const ForwardOptions& options, const torch::Tensor& start_hidden,
+      const torch::Tensor& mask_tensor, AblationMode mask_mode,
+      const ActivationPatch* patch, const torch::Tensor& mask_fill);
   int num_layers_;
   int num_heads_;
   int head_size_;

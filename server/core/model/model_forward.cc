@@ -269,11 +269,29 @@ absl::StatusOr<TensorOutput> Model::ForwardWithGrad(
         "mask must be a float [", layers, ", ", heads, "] or [B, ", layers,
         ", ", heads, "] tensor, got ", m.defined() ? Shape(m) : "undefined"));
   }
+  if (mask.mode == AblationMode::kResample) {
+    return absl::InvalidArgumentError(
+        "a mask tensor in mode resample: its draws have no gradient form");
+  }
+  torch::Tensor fill;
+  if (mask.mode == AblationMode::kMean) {
+    if (mask.reference == nullptr ||
+        !HasShape(mask.reference->mean,
+                  {layers, heads, config_.hidden_size / heads})) {
+      return absl::InvalidArgumentError(
+          "a mask tensor in mode mean needs reference statistics of this "
+          "model's shape");
+    }
+    // Statistics are computed under InferenceMode; autograd cannot save an
+    // inference tensor, but a copy made here ([L, H, d], small) it can.
+    fill = mask.reference->mean.clone();
+  }
   return CatchTorchWithGrad([&]() -> absl::StatusOr<TensorOutput> {
     RETURN_IF_ERROR(CheckForward(input, {}, options));
     BertRunOutput out = module_->Run(
         input.input_ids, input.token_type_ids, input.attention_mask, {},
-        options, torch::Tensor(), m.to(placement_->device), mask.mode);
+        options, torch::Tensor(), m.to(placement_->device), mask.mode,
+        /*patch=*/nullptr, fill);
     TensorOutput result;
     if (out.logits.defined()) {
       result.logits = out.logits.to(torch::kCPU, torch::kFloat);

@@ -42,10 +42,12 @@ struct TensorOutput {
 };
 
 // A head mask as a tensor (Model::ForwardWithGrad): every row of the batch
-// in `mode`, every layer masked by `values`.
+// in `mode`, every layer masked by `values`. kZero, kUniform, or kMean with
+// `reference` (its per-head means; kResample has no tensor form).
 struct HeadMaskTensor {
   torch::Tensor values;  // [B, L, H] or [L, H], float, on any device
   AblationMode mode = AblationMode::kZero;
+  std::shared_ptr<const HeadReference> reference;  // kMean
 };
 
 // Where a Model computes.
