@@ -254,14 +254,20 @@ int RunPrune(const Argv& argv) {
   flags.push_back({"step", true,
                    "share of all heads masked per step (0.1, at least one)",
                    "X"});
-  flags.push_back(
-      {"mode", true, "how pruned heads are masked", "zero|uniform"});
+  flags.push_back({"mode", true,
+                   "how pruned heads are masked (mean: toward the heads' "
+                   "mean outputs, with --statistics or --reference)",
+                   "zero|uniform|mean"});
+  for (FlagSpec& f : ReferenceFlags()) {
+    if (f.name == "statistics" || f.name == "reference") flags.push_back(f);
+  }
   Args args;
   int exit = 0;
   if (!ParseCommandArgs(
           kCommand,
           "Usage: bertology prune --data=FILE [column flags] [--threshold=X] "
-          "[--step=X]\n       [--mode=zero|uniform] [--out-dir=DIR]\n"
+          "[--step=X]\n       [--mode=zero|uniform|mean [--statistics=ID | "
+          "--reference=FILE]] [--out-dir=DIR]\n"
           "HF run_bertology.py's pruning loop: mask the least important "
           "heads a step at\na time, recomputing importance, until accuracy "
           "falls below the threshold.",
@@ -284,16 +290,28 @@ int RunPrune(const Argv& argv) {
     (request.*setter)(v);
   }
   const std::string mode = args.Get("mode", "zero");
-  if (mode != "zero" && mode != "uniform") {
+  if (mode != "zero" && mode != "uniform" && mode != "mean") {
     return Fail(kCommand, kExitUsage,
-                absl::InvalidArgumentError(
-                    absl::StrCat("--mode=", mode, " is not zero or uniform")));
+                absl::InvalidArgumentError(absl::StrCat(
+                    "--mode=", mode, " is not zero, uniform or mean")));
   }
   request.set_mode(mode == "uniform" ? v1::ABLATION_MODE_UNIFORM
+                   : mode == "mean"  ? v1::ABLATION_MODE_MEAN
                                      : v1::ABLATION_MODE_ZERO);
+  if (absl::Status s = CheckReferenceFlags(args, request.mode()); !s.ok()) {
+    return Fail(kCommand, kExitUsage, s);
+  }
   ReadOptions(args, request.mutable_options());
   Job job;
   if (auto failed = PrepareJob(kCommand, args, &job)) return *failed;
+  // --statistics as it is, or --reference computed to an id first.
+  v1::HeadMask statistics;
+  statistics.set_statistics(args.Get("statistics"));
+  if (auto failed = ResolveMaskStatistics(kCommand, job.stub.get(), args,
+                                          /*column_flags=*/true, &statistics)) {
+    return *failed;
+  }
+  request.set_statistics(statistics.statistics());
   for (const v1::LabeledExample& e : job.examples) *request.add_examples() = e;
   auto context = NewContext(args, absl::Hours(6));
   if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());

@@ -164,7 +164,20 @@ absl::Status HandlePruneCurve(
   ASSIGN_OR_RETURN(
       options.mode,
       ParseAblationMode(request.mode(), AblationMode::kZero, "mode"));
-  RETURN_IF_ERROR(RefuseReferenceMode(options.mode, "mode", "PruneCurve"));
+  if (options.mode == AblationMode::kResample) {
+    return absl::InvalidArgumentError(
+        "mode=resample: PruneCurve masks heads in mode zero, uniform or mean");
+  }
+  if (options.mode == AblationMode::kMean) {
+    if (request.statistics().empty()) {
+      return absl::InvalidArgumentError(
+          "statistics is empty: mode mean needs the id of reference "
+          "statistics (ComputeHeadStatistics)");
+    }
+    ASSIGN_OR_RETURN(
+        options.reference,
+        served->references->Find(request.statistics(), "statistics"));
+  }
   options.importance = ToOptions(request.options(), *ctx.limits);
   ASSIGN_OR_RETURN(
       const std::vector<SweepExample> examples,

@@ -59,14 +59,6 @@ absl::StatusOr<std::vector<LayerHead>> ParseLayerHeads(
   return out;
 }
 
-absl::Status RefuseReferenceMode(AblationMode mode, const std::string& field,
-                                 const std::string& rpc) {
-  if (!ModeNeedsReference(mode)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, "=", AblationModeName(mode), ": ", rpc,
-                   " masks heads in mode zero or uniform only"));
-}
-
 absl::StatusOr<ResampleDraws> ParseResampleDraws(
     const v1::ResampleOptions& proto, const std::string& field) {
   if (proto.draws() < 0 || proto.draws() > ResampleDraws::kMaxCount) {

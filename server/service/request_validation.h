@@ -35,11 +35,6 @@ struct MaskReferences {
   ResampleDraws fallback_draws;  // for a mask without `resample`
 };
 
-// INVALID_ARGUMENT naming `field` for MEAN / RESAMPLE, in calls that mask
-// through a tensor of mask values (gradients) and take no statistics.
-absl::Status RefuseReferenceMode(AblationMode mode, const std::string& field,
-                                 const std::string& rpc);
-
 // ResampleOptions as draws: 0 means 1; more than ResampleDraws::kMaxCount
 // (or negative) is INVALID_ARGUMENT naming "<field>.draws".
 absl::StatusOr<ResampleDraws> ParseResampleDraws(

@@ -164,16 +164,6 @@ TEST(ParseHeadMaskTest, ReferenceModesNeedStatistics) {
   EXPECT_TRUE(mask->IsIdentity());
 }
 
-TEST(RefuseReferenceModeTest, NamesTheRpc) {
-  EXPECT_TRUE(
-      RefuseReferenceMode(AblationMode::kUniform, "mode", "PruneCurve").ok());
-  const absl::Status s =
-      RefuseReferenceMode(AblationMode::kResample, "mode", "PruneCurve");
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("mode=resample: PruneCurve"), std::string::npos)
-      << s;
-}
-
 TEST(ReferenceStoreTest, KeepsTheNewestAndOneCopyPerId) {
   int a = 0, b = 0, c = 0, dup = 0;
   ReferenceStore store(2);

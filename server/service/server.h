@@ -39,7 +39,7 @@ struct ServerOptions {
   absl::Duration max_queue_delay = absl::Microseconds(2000);
   int max_queued_rows = 4096;
   int batch_workers = 1;
-  int sweep_workers = 0;  // per sweep; 0: AutoSweepWorkers per model
+  int sweep_workers = 0;        // per sweep; 0: AutoSweepWorkers per model
   int max_reference_sets = 16;  // statistics sets held per model
   int warmup_passes = 3;
   absl::Duration max_connection_age = absl::ZeroDuration();  // 0: unlimited

@@ -132,14 +132,16 @@ class ImportanceTest(unittest.TestCase):
                 self.assertAlmostEqual(got["loss_sum"], loss, delta=1e-3)
                 self.assertEqual(progress[-1], (16, 16))
 
-    def test_importance_in_mean_mode(self):
-        """Mean mode: d loss / d m of o' = m o + (1 - m) mean, against
-        tests/golden/intervention_reference.py's float64 forward (its own
-        hooks, not the server's code) by autograd, itself checked by central
-        differences; the statistics come from ComputeHeadStatistics over
-        other texts, and the reference computes their means itself."""
+    def mean_reference(self):
+        """(statistics id, losses(m)) for mean mode: the statistics from
+        ComputeHeadStatistics over other texts, and per-example losses
+        [B] under m [B, L, H] by tests/golden/intervention_reference.py's
+        float64 forward (its own hooks, not the server's code), with the
+        means it computes itself over the same texts."""
         import torch
         import intervention_reference as iref
+        if getattr(self, "_mean_reference", None) is not None:
+            return self._mean_reference
         w = {k: v.double() for k, v in self.w.items()}
         ref_texts = make_texts(10, seed=11)
         st = self.client.compute_head_statistics(ref_texts)
@@ -155,42 +157,57 @@ class ImportanceTest(unittest.TestCase):
         mean = torch.stack([(c * real).sum((0, 2)) / r_mask.sum() for c in ctxs])
         self.assertEqual(st["tokens"], int(r_mask.sum()))
         ids, types, amask = self.batch
-        b = ids.shape[0]
         labels = torch.tensor(self.labels)
 
         def losses(m):
             logits = iref.forward(w, ids, types, amask, m, fill=mean)[0]
-            return -torch.log_softmax(logits, -1).gather(1, labels[:, None])[:, 0]
+            return (-torch.log_softmax(logits, -1).gather(1, labels[:, None])[:, 0],
+                    logits)
+        type(self)._mean_reference = (st["id"], losses)
+        return self._mean_reference
 
+    def mean_importance(self, point):
+        """Reference importance [L, H] in mean mode at mask `point` [L * H],
+        by autograd, after checking it against central differences."""
+        import torch
+        _, losses = self.mean_reference()
+        b = self.batch[0].shape[0]
+        base = torch.tensor(point, dtype=torch.float64).view(1, L, H).repeat(b, 1, 1)
+        m = base.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(losses(m)[0].sum(), m)
+        want = g.abs().sum(0)
+        with torch.no_grad():  # central differences, per example
+            fd = torch.zeros(L, H, dtype=torch.float64)
+            for l in range(L):
+                for h in range(H):
+                    plus, minus = base.clone(), base.clone()
+                    plus[:, l, h] += 1e-6
+                    minus[:, l, h] -= 1e-6
+                    fd[l, h] = ((losses(plus)[0] - losses(minus)[0]) / 2e-6).abs().sum()
+        np.testing.assert_allclose(fd.numpy(), want.numpy(), rtol=1e-5)
+        return want
+
+    def test_importance_in_mean_mode(self):
+        """Mean mode: d loss / d m of o' = m o + (1 - m) mean, against the
+        float64 reference (mean_reference, mean_importance)."""
+        statistics, _ = self.mean_reference()
         values = [1.0] * (L * H)
         values[1] = 0.0
         values[6] = 0.5
         for point in (values, [1.0] * (L * H)):
             with self.subTest(mask=point):
-                base = torch.tensor(point, dtype=torch.float64).view(1, L, H).repeat(b, 1, 1)
-                m = base.clone().requires_grad_(True)
-                (g,) = torch.autograd.grad(losses(m).sum(), m)
-                want = g.abs().sum(0)
-                with torch.no_grad():  # central differences, per example
-                    fd = torch.zeros(L, H, dtype=torch.float64)
-                    for l in range(L):
-                        for h in range(H):
-                            plus, minus = base.clone(), base.clone()
-                            plus[:, l, h] += 1e-6
-                            minus[:, l, h] -= 1e-6
-                            fd[l, h] = ((losses(plus) - losses(minus)) / 2e-6).abs().sum()
-                np.testing.assert_allclose(fd.numpy(), want.numpy(), rtol=1e-5)
-                mask = ({"dense": point, "mode": "mean", "statistics": st["id"]}
+                want = self.mean_importance(point)
+                mask = ({"dense": point, "mode": "mean", "statistics": statistics}
                         if point is values else None)
                 got = self.client.head_importance(
-                    self.examples, mask=mask, mode="mean", statistics=st["id"],
+                    self.examples, mask=mask, mode="mean", statistics=statistics,
                     no_layer_norm=True, no_global_norm=True)
                 np.testing.assert_allclose(got["raw_importance"], want.numpy(),
                                            rtol=1e-4, atol=1e-6 * want.max().item())
                 zero, _, _ = self.reference(point)
                 self.assertGreater((want - zero).abs().max().item(), 1e-2)
         # Resample has no gradient form; mean needs statistics held here.
-        for kwargs, field in (({"mode": "resample", "statistics": st["id"]}, "resample"),
+        for kwargs, field in (({"mode": "resample", "statistics": statistics}, "resample"),
                               ({"mode": "mean"}, "head_mask.statistics"),
                               ({"mode": "mean", "statistics": "hs-00"}, "hs-00")):
             with self.subTest(**kwargs):
@@ -200,6 +217,47 @@ class ImportanceTest(unittest.TestCase):
                                  if field != "hs-00" else
                                  grpc.StatusCode.FAILED_PRECONDITION)
                 self.assertIn(field, err.exception.details())
+
+    def test_prune_curve_in_mean_mode(self):
+        """Pruned heads moved to their means: each step's accuracy and the
+        heads it masks follow the float64 reference in mean mode."""
+        import torch
+        statistics, losses = self.mean_reference()
+        curve = self.client.prune_curve(self.examples, threshold=0.5,
+                                        step_fraction=0.25, mode="mean",
+                                        statistics=statistics)
+        steps = curve["steps"]
+        self.assertGreaterEqual(len(steps), 2)
+        b = self.batch[0].shape[0]
+        masked = set()
+        for s in steps:
+            values = [1.0] * (L * H)
+            for lh in s["masked"]:
+                values[lh[0] * H + lh[1]] = 0.0
+            with torch.no_grad():
+                m = torch.tensor(values, dtype=torch.float64).view(1, L, H).repeat(b, 1, 1)
+                preds = losses(m)[1].argmax(-1).tolist()
+            correct = sum(int(p == y) for p, y in zip(preds, self.labels))
+            with self.subTest(step=s["step"]):
+                self.assertAlmostEqual(s["accuracy"], correct / len(self.examples),
+                                       places=12)
+                if s["step"] > 0:
+                    prev = [1.0] * (L * H)
+                    for h in masked:
+                        prev[h] = 0.0
+                    imp = ref.normalize(self.mean_importance(prev)).view(-1).numpy()
+                    new = {lh[0] * H + lh[1] for lh in s["masked_this_step"]}
+                    rest = [imp[i] for i in range(L * H)
+                            if i not in masked and i not in new]
+                    if rest:
+                        self.assertLessEqual(max(imp[i] for i in new), min(rest) + 1e-6)
+                    masked |= new
+        with self.assertRaises(grpc.RpcError) as err:
+            self.client.prune_curve(self.examples, mode="mean")
+        self.assertIn("statistics", err.exception.details())
+        with self.assertRaises(grpc.RpcError) as err:
+            self.client.prune_curve(self.examples, mode="resample")
+        self.assertIn("resample", err.exception.details())
 
     def test_prune_curve_follows_reference(self):
         curve = self.client.prune_curve(self.examples, threshold=0.5,

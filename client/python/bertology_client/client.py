@@ -630,18 +630,21 @@ class Client:
 
     def prune_curve(self, examples, threshold=0.0, step_fraction=0.0,
                     mode=None, no_layer_norm=False, no_global_norm=False,
-                    model=None, timeout=None, on_progress=None):
+                    model=None, timeout=None, on_progress=None,
+                    statistics=None):
         """HF run_bertology.py's mask_heads over labelled `examples` (as
         sweep()): mask the least important heads step by step until
         accuracy falls below threshold * the unmasked accuracy (0: the
         defaults 0.9 and 0.1). Returns {"steps": [step dicts in order:
         "step", "heads_left", "accuracy", "loss_sum", "masked",
         "masked_this_step" ((layer, head) lists)], "kept": the last step at
-        or above the threshold}."""
+        or above the threshold}. mode="mean" masks pruned heads toward
+        the means of `statistics` (a compute_head_statistics id)."""
         req = pb.PruneCurveRequest(
             model=self._model(model),
             examples=[_labeled_example(ex) for ex in examples],
-            threshold=threshold, step_fraction=step_fraction, mode=_mode(mode))
+            threshold=threshold, step_fraction=step_fraction, mode=_mode(mode),
+            statistics=statistics or "")
         req.options.no_layer_norm = no_layer_norm
         req.options.no_global_norm = no_global_norm
         out = {"steps": [], "kept": None}

@@ -247,6 +247,7 @@ absl::StatusOr<int> RunPruneCurve(const Model& model,
   step.heads_left = all;
   ASSIGN_OR_RETURN(HeadMask mask,
                    HeadMask::Dense(layers, heads, values, options.mode));
+  mask.set_reference(options.reference);
   ASSIGN_OR_RETURN(step.scores,
                    ComputeHeadImportance(model, examples, mask,
                                          options.importance, inner, 0, total));
@@ -287,6 +288,7 @@ absl::StatusOr<int> RunPruneCurve(const Model& model,
     }
     ASSIGN_OR_RETURN(mask,
                      HeadMask::Dense(layers, heads, values, options.mode));
+    mask.set_reference(options.reference);
     ASSIGN_OR_RETURN(next.scores, ComputeHeadImportance(
                                       model, examples, mask, options.importance,
                                       inner, n * next.step, total));

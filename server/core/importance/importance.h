@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -83,6 +84,9 @@ struct PruneOptions {
   double threshold = 0.9;      // stop below threshold * unmasked accuracy
   double step_fraction = 0.1;  // max(1, floor(step_fraction * L * H)) a step
   AblationMode mode = AblationMode::kZero;  // how masked heads are masked
+  // kMean: the statistics masked heads move to (kResample is refused: its
+  // draws have no gradient form for the importance of each step).
+  std::shared_ptr<const HeadReference> reference;
   ImportanceOptions importance;
 };
 
