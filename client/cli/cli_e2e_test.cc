@@ -274,6 +274,25 @@ TEST_F(CliE2eTest, StatisticsThenMeanAblationSweep) {
   ASSERT_EQ(imp_mean.exit_code, 0) << Describe(imp_mean);
   EXPECT_TRUE(Contains(imp_mean.out, "layer,head,importance")) << imp_mean.out;
   EXPECT_NE(imp_mean.out, imp_zero.out);
+  // Prune toward the means: the curve's JSON, from the statistics id and
+  // from the reference file alike.
+  std::vector<std::string> prune = {"--data", data.string(), "--label=label",
+                                    "--mode=mean", "--step=0.25"};
+  prune.insert(prune.end(), columns.begin(), columns.end());
+  std::vector<std::string> prune_by_id = prune;
+  prune_by_id.insert(prune_by_id.end(), {"--statistics=" + id, "--out-dir",
+                                         (dir_ / "p1").string()});
+  CliResult pruned = Run("prune", prune_by_id);
+  ASSERT_EQ(pruned.exit_code, 0) << Describe(pruned);
+  std::vector<std::string> prune_by_file = prune;
+  prune_by_file.insert(
+      prune_by_file.end(),
+      {"--reference", data.string(), "--out-dir", (dir_ / "p2").string()});
+  pruned = Run("prune", prune_by_file);
+  ASSERT_EQ(pruned.exit_code, 0) << Describe(pruned);
+  EXPECT_EQ(ReadFile(dir_ / "p1" / "prune_curve.csv"),
+            ReadFile(dir_ / "p2" / "prune_curve.csv"));
+  EXPECT_TRUE(Contains(ReadFile(dir_ / "p1" / "prune_curve.csv"), "\n1,"));
   bad = Run("importance", {"--data", data.string(), "--text-a=sentence1",
                            "--text-b=sentence2", "--label=label",
                            "--mode=resample", "--statistics=" + id});

@@ -222,8 +222,9 @@ int RunAnalyze(const Argv& argv) {
   auto stub = v1::Bertology::NewStub(*channel);
   auto info = FetchModelInfo(stub.get(), args);
   if (!info.ok()) return Fail(kCommand, kExitRpc, info.status());
-  if (std::optional<int> e = ResolveMaskStatistics(kCommand, stub.get(), args,
-                                                   args.Has("data"), &*mask)) {
+  if (std::optional<int> e =
+          ResolveMaskStatistics(kCommand, stub.get(), args, args.Has("data"),
+                                mask->mutable_statistics())) {
     return *e;
   }
 

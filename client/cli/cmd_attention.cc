@@ -107,7 +107,8 @@ int RunAttention(const Argv& argv) {
   // with the default columns.
   if (std::optional<int> e = ResolveMaskStatistics(
           "attention", stub.get(), args,
-          /*column_flags=*/false, request.mutable_head_mask())) {
+          /*column_flags=*/false,
+          request.mutable_head_mask()->mutable_statistics())) {
     return *e;
   }
   auto context = NewContext(args);

@@ -107,8 +107,9 @@ int RunClassify(const Argv& argv) {
   auto info = FetchModelInfo(stub.get(), args);
   if (!info.ok()) return Fail("classify", kExitRpc, info.status());
   // --reference's columns are --data's when there is a dataset.
-  if (std::optional<int> e = ResolveMaskStatistics("classify", stub.get(), args,
-                                                   args.Has("data"), &*mask)) {
+  if (std::optional<int> e =
+          ResolveMaskStatistics("classify", stub.get(), args, args.Has("data"),
+                                mask->mutable_statistics())) {
     return *e;
   }
   const std::vector<std::string> labels(info->model.label_names().begin(),

@@ -198,7 +198,8 @@ int RunImportance(const Argv& argv) {
   Job job;
   if (auto failed = PrepareJob(kCommand, args, &job)) return *failed;
   if (auto failed = ResolveMaskStatistics(kCommand, job.stub.get(), args,
-                                          /*column_flags=*/true, &*mask)) {
+                                          /*column_flags=*/true,
+                                          mask->mutable_statistics())) {
     return *failed;
   }
   v1::HeadImportanceRequest request;
@@ -305,13 +306,12 @@ int RunPrune(const Argv& argv) {
   Job job;
   if (auto failed = PrepareJob(kCommand, args, &job)) return *failed;
   // --statistics as it is, or --reference computed to an id first.
-  v1::HeadMask statistics;
-  statistics.set_statistics(args.Get("statistics"));
+  request.set_statistics(args.Get("statistics"));
   if (auto failed = ResolveMaskStatistics(kCommand, job.stub.get(), args,
-                                          /*column_flags=*/true, &statistics)) {
+                                          /*column_flags=*/true,
+                                          request.mutable_statistics())) {
     return *failed;
   }
-  request.set_statistics(statistics.statistics());
   for (const v1::LabeledExample& e : job.examples) *request.add_examples() = e;
   auto context = NewContext(args, absl::Hours(6));
   if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());

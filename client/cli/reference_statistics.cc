@@ -39,7 +39,7 @@ std::string StatisticsLine(const v1::ReferenceStatistics& statistics) {
 std::optional<int> ResolveMaskStatistics(const char* command,
                                          v1::Bertology::Stub* stub,
                                          const Args& args, bool column_flags,
-                                         v1::HeadMask* mask) {
+                                         std::string* statistics) {
   if (!args.Has("reference")) return std::nullopt;
   absl::StatusOr<std::vector<v1::TextInput>> inputs =
       LoadTextInputs(args.Get("reference"), args, column_flags);
@@ -52,7 +52,7 @@ std::optional<int> ResolveMaskStatistics(const char* command,
   absl::StatusOr<v1::ComputeHeadStatisticsResponse> response =
       ComputeStatistics(stub, args, *inputs);
   if (!response.ok()) return Fail(command, kExitRpc, response.status());
-  mask->set_statistics(response->statistics().id());
+  *statistics = response->statistics().id();
   std::fprintf(stderr, "reference statistics %s\n",
                StatisticsLine(response->statistics()).c_str());
   return std::nullopt;

@@ -28,14 +28,15 @@ std::string StatisticsLine(const v1::ReferenceStatistics& statistics);
 
 // With --reference (for --mode=mean or resample, as CheckReferenceFlags
 // allows): reads the file (the --data column flags when `column_flags`),
-// computes its statistics and sets mask->statistics to their id, telling
-// stderr the id so later runs can pass --statistics. Returns the exit code
-// when the command should stop (the error printed as `command`'s), else
-// nullopt; without --reference does nothing.
+// computes its statistics and sets *statistics to their id (a HeadMask's
+// or a PruneCurveRequest's field), telling stderr the id so later runs can
+// pass --statistics. Returns the exit code when the command should stop
+// (the error printed as `command`'s), else nullopt; without --reference
+// does nothing.
 std::optional<int> ResolveMaskStatistics(const char* command,
                                          v1::Bertology::Stub* stub,
                                          const Args& args, bool column_flags,
-                                         v1::HeadMask* mask);
+                                         std::string* statistics);
 
 }  // namespace client
 }  // namespace bertology

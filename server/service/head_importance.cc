@@ -3,9 +3,7 @@
 // which take gradients with respect to a head mask through the model's own
 // modules (Michel et al. 2019; HF run_bertology.py).
 #include <cstdint>
-#include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -115,17 +113,12 @@ absl::Status HandleHeadImportance(
         "uniform or mean");
   }
   if (mask.mode() == AblationMode::kMean && mask.reference() == nullptr) {
-    // The identity mask is attached no statistics (it ablates nothing), but
-    // its gradient still points toward the means.
-    if (request.head_mask().statistics().empty()) {
-      return absl::InvalidArgumentError(
-          "head_mask.statistics is empty: mode mean needs the id of reference "
-          "statistics (ComputeHeadStatistics)");
-    }
-    ASSIGN_OR_RETURN(std::shared_ptr<const HeadReference> reference,
-                     served->references->Find(request.head_mask().statistics(),
-                                              "head_mask.statistics"));
-    mask.set_reference(std::move(reference));
+    // Only an identity mask naming none gets here; its gradient still
+    // points toward the means, so it needs them too.
+    return RequireStatistics(*served->references,
+                             request.head_mask().statistics(),
+                             "head_mask.statistics", AblationMode::kMean)
+        .status();
   }
   ASSIGN_OR_RETURN(
       const std::vector<SweepExample> examples,
@@ -169,14 +162,10 @@ absl::Status HandlePruneCurve(
         "mode=resample: PruneCurve masks heads in mode zero, uniform or mean");
   }
   if (options.mode == AblationMode::kMean) {
-    if (request.statistics().empty()) {
-      return absl::InvalidArgumentError(
-          "statistics is empty: mode mean needs the id of reference "
-          "statistics (ComputeHeadStatistics)");
-    }
     ASSIGN_OR_RETURN(
         options.reference,
-        served->references->Find(request.statistics(), "statistics"));
+        RequireStatistics(*served->references, request.statistics(),
+                          "statistics", AblationMode::kMean));
   }
   options.importance = ToOptions(request.options(), *ctx.limits);
   ASSIGN_OR_RETURN(

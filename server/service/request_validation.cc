@@ -59,6 +59,17 @@ absl::StatusOr<std::vector<LayerHead>> ParseLayerHeads(
   return out;
 }
 
+absl::StatusOr<std::shared_ptr<const HeadReference>> RequireStatistics(
+    const ReferenceStore& store, const std::string& id,
+    const std::string& field, AblationMode mode) {
+  if (id.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " is empty: mode ", AblationModeName(mode),
+        " needs the id of reference statistics (ComputeHeadStatistics)"));
+  }
+  return store.Find(id, field);
+}
+
 absl::StatusOr<ResampleDraws> ParseResampleDraws(
     const v1::ResampleOptions& proto, const std::string& field) {
   if (proto.draws() < 0 || proto.draws() > ResampleDraws::kMaxCount) {
@@ -75,27 +86,23 @@ namespace {
 absl::Status AttachReference(const v1::HeadMask& proto,
                              const MaskReferences& references,
                              const std::string& field, HeadMask* mask) {
-  if (!ModeNeedsReference(mask->mode()) || mask->IsIdentity()) {
-    return absl::OkStatus();
-  }
-  const char* mode = AblationModeName(mask->mode());
-  std::shared_ptr<const HeadReference> reference;
+  if (!ModeNeedsReference(mask->mode())) return absl::OkStatus();
   if (references.store == nullptr) {
+    if (mask->IsIdentity()) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat(
-        field, ".mode=", mode,
+        field, ".mode=", AblationModeName(mask->mode()),
         ": this call does not take reference statistics (mode zero or "
         "uniform only)"));
   }
-  if (!proto.statistics().empty()) {
+  std::shared_ptr<const HeadReference> reference = references.fallback;
+  if (!proto.statistics().empty() || reference == nullptr) {
+    if (proto.statistics().empty() && mask->IsIdentity()) {
+      return absl::OkStatus();  // ablates nothing: needs nothing
+    }
     ASSIGN_OR_RETURN(
-        reference, references.store->Find(proto.statistics(),
-                                          absl::StrCat(field, ".statistics")));
-  } else if (references.fallback != nullptr) {
-    reference = references.fallback;
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".statistics is empty: mode ", mode,
-        " needs the id of reference statistics (ComputeHeadStatistics)"));
+        reference,
+        RequireStatistics(*references.store, proto.statistics(),
+                          absl::StrCat(field, ".statistics"), mask->mode()));
   }
   ResampleDraws draws = references.fallback_draws;
   if (proto.has_resample()) {

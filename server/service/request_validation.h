@@ -35,15 +35,24 @@ struct MaskReferences {
   ResampleDraws fallback_draws;  // for a mask without `resample`
 };
 
+// The statistics `id` names on this model, for a call in mode `mode`:
+// INVALID_ARGUMENT "<field> is empty: mode ... needs the id" without an id,
+// FAILED_PRECONDITION naming `field` when this replica does not hold it.
+absl::StatusOr<std::shared_ptr<const HeadReference>> RequireStatistics(
+    const ReferenceStore& store, const std::string& id,
+    const std::string& field, AblationMode mode);
+
 // ResampleOptions as draws: 0 means 1; more than ResampleDraws::kMaxCount
 // (or negative) is INVALID_ARGUMENT naming "<field>.draws".
 absl::StatusOr<ResampleDraws> ParseResampleDraws(
     const v1::ResampleOptions& proto, const std::string& field);
 
 // A mask for a [layers x heads] model. No oneof set: the identity mask.
-// The mode is the message's, or `default_mode` when unspecified. A
-// non-identity mask in MEAN or RESAMPLE gets its statistics from
-// `references` (errors name "<field>.statistics").
+// The mode is the message's, or `default_mode` when unspecified. A mask in
+// MEAN or RESAMPLE gets its statistics from `references` (errors name
+// "<field>.statistics"): the ones it names, else the fallback; only the
+// identity mask may have none (it ablates nothing; a gradient taken at it,
+// HeadImportance, still needs them).
 absl::StatusOr<HeadMask> ParseHeadMask(const v1::HeadMask& proto, int layers,
                                        int heads, AblationMode default_mode,
                                        const std::string& field,

@@ -156,12 +156,27 @@ TEST(ParseHeadMaskTest, ReferenceModesNeedStatistics) {
             std::string::npos)
       << mask.status();
 
-  // The identity mask in mean mode ablates nothing and needs nothing.
+  // The identity mask in mean mode ablates nothing and needs nothing, but
+  // gets the statistics it names (a gradient taken at it reads them), and
+  // an id not held is refused for it too.
   v1::HeadMask identity;
   identity.set_mode(v1::ABLATION_MODE_MEAN);
   mask = ParseHeadMask(identity, 3, 4, AblationMode::kZero, "head_mask");
   ASSERT_TRUE(mask.ok()) << mask.status();
   EXPECT_TRUE(mask->IsIdentity());
+  mask = ParseHeadMask(identity, 3, 4, AblationMode::kZero, "head_mask",
+                       MaskReferences{&store});
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  EXPECT_EQ(mask->reference(), nullptr);
+  identity.set_statistics("hs-aaaa");
+  mask = ParseHeadMask(identity, 3, 4, AblationMode::kZero, "head_mask",
+                       MaskReferences{&store});
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  EXPECT_EQ(mask->reference().get(), reinterpret_cast<HeadReference*>(&a));
+  identity.set_statistics("hs-cccc");
+  mask = ParseHeadMask(identity, 3, 4, AblationMode::kZero, "head_mask",
+                       MaskReferences{&store});
+  EXPECT_EQ(mask.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(ReferenceStoreTest, KeepsTheNewestAndOneCopyPerId) {
