@@ -79,23 +79,44 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& config,
   dropout_ = register_module("dropout", torch::nn::Dropout(attention_dropout));
 }
 
+torch::Tensor QueryPositions(const torch::Tensor& x,
+                             const AttentionContext& context,
+                             int64_t query_rows) {
+  if (context.packed != nullptr) {
+    const int64_t t = context.packed->positions();
+    if (query_rows <= 0 || query_rows >= t) return x;
+    TORCH_CHECK(query_rows == 1, "a packed pass queries all positions or 1");
+    return context.packed->FirstTokens(x);
+  }
+  const int64_t t = x.size(1);
+  if (query_rows <= 0 || query_rows >= t) return x;
+  return x.narrow(1, 0, query_rows).contiguous();
+}
+
 torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& hidden,
                                              const AttentionContext& context,
                                              const LayerMask& mask,
                                              torch::Tensor* probs_out,
                                              int64_t query_rows,
                                              torch::Tensor* outputs_out) {
-  const int64_t b = hidden.size(0);
-  const int64_t t = hidden.size(1);
+  const PackedTokens* packed = context.packed;
+  const int64_t b = packed != nullptr ? packed->rows() : hidden.size(0);
+  const int64_t t = packed != nullptr ? packed->positions() : hidden.size(1);
   const int64_t tq = query_rows > 0 ? std::min(query_rows, t) : t;
-  // [B, T, D] -> [B, H, T, d] (HF's transpose_for_scores).
-  auto heads = [&](const torch::Tensor& x) {
-    return x.view({b, x.size(1), num_heads_, head_size_}).permute({0, 2, 1, 3});
+  // [B, T, D] -> [B, H, T, d] (HF's transpose_for_scores); a packed [N, D]
+  // is unpacked first, a packed query of each row's first token ([B, D]) is
+  // [B, 1, D].
+  auto heads = [&](const torch::Tensor& x, int64_t positions) {
+    torch::Tensor padded = x;
+    if (packed != nullptr) {
+      padded = positions == t ? packed->Unpack(x) : x.view({b, 1, x.size(-1)});
+    }
+    return padded.view({b, positions, num_heads_, head_size_})
+        .permute({0, 2, 1, 3});
   };
-  torch::Tensor q =
-      heads(query_(tq == t ? hidden : hidden.narrow(1, 0, tq).contiguous()));
-  torch::Tensor k = heads(key_(hidden));
-  torch::Tensor v = heads(value_(hidden));
+  torch::Tensor q = heads(query_(QueryPositions(hidden, context, tq)), tq);
+  torch::Tensor k = heads(key_(hidden), t);
+  torch::Tensor v = heads(value_(hidden), t);
 
   torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2));
   scores = scores / std::sqrt(static_cast<double>(head_size_));
@@ -120,8 +141,44 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& hidden,
                        mask.patch_values.narrow(2, 0, tq), out);
   }
   out = out.permute({0, 2, 1, 3}).reshape({b, tq, num_heads_ * head_size_});
+  if (packed != nullptr) {
+    out = tq == t ? packed->Pack(out) : out.view({b, out.size(2)});
+  }
   if (outputs_out != nullptr) *outputs_out = out;
   return out;
+}
+
+torch::Tensor BertSelfAttentionImpl::MaskOutputs(
+    const torch::Tensor& outputs, const AttentionContext& context,
+    const LayerMask& mask) const {
+  TORCH_CHECK(!mask.patch_where.defined(),
+              "a layer started from head outputs cannot be patched");
+  if (!mask.values.defined()) return outputs;
+  TORCH_CHECK(context.fills.empty(),
+              "a layer started from head outputs cannot mask rows in mode "
+              "uniform (their outputs need the values)");
+  torch::Tensor m = mask.values;  // [B, H]
+  torch::Tensor fill;             // [B, H, d]
+  if (mask.output_fill.defined()) fill = mask.output_fill.squeeze(2);
+  torch::Tensor o;  // outputs with heads split, m and fill broadcastable
+  const PackedTokens* packed = context.packed;
+  if (outputs.dim() == 2) {  // packed: [N, D], or [B, D] (first tokens)
+    const int64_t n = outputs.size(0);
+    if (packed != nullptr && n == packed->tokens()) {
+      m = packed->PerToken(m);
+      if (fill.defined()) fill = packed->PerToken(fill);
+    }
+    o = outputs.view({n, num_heads_, head_size_});
+    m = m.unsqueeze(-1);  // [., H, 1]
+  } else {                // [B, Q, D]
+    o = outputs.view(
+        {outputs.size(0), outputs.size(1), num_heads_, head_size_});
+    m = m.view({m.size(0), 1, m.size(1), 1});
+    if (fill.defined()) fill = fill.unsqueeze(1);  // [B, 1, H, d]
+  }
+  torch::Tensor out = o * m;
+  if (fill.defined()) out = out + (1 - m) * fill;
+  return out.view(outputs.sizes());
 }
 
 BertResidualOutputImpl::BertResidualOutputImpl(int in_features,
@@ -157,9 +214,20 @@ torch::Tensor BertAttentionImpl::forward(const torch::Tensor& hidden,
                                          torch::Tensor* outputs_out) {
   torch::Tensor context_out =
       self_(hidden, context, mask, probs_out, query_rows, outputs_out);
-  return output_(context_out, context_out.size(1) == hidden.size(1)
-                                  ? hidden
-                                  : hidden.narrow(1, 0, context_out.size(1)));
+  return output_(context_out, QueryPositions(hidden, context, query_rows));
+}
+
+torch::Tensor BertAttentionImpl::forward_from_head_outputs(
+    const torch::Tensor& hidden, const torch::Tensor& head_outputs,
+    const AttentionContext& context, const LayerMask& mask,
+    int64_t query_rows) {
+  TORCH_CHECK(head_outputs.sizes() == hidden.sizes(), "head outputs of shape ",
+              head_outputs.sizes(), " for hidden states of shape ",
+              hidden.sizes());
+  return output_(
+      self_->MaskOutputs(QueryPositions(head_outputs, context, query_rows),
+                         context, mask),
+      QueryPositions(hidden, context, query_rows));
 }
 
 BertIntermediateImpl::BertIntermediateImpl(const BertConfig& config)
@@ -199,6 +267,15 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& hidden,
                                      torch::Tensor* outputs_out) {
   torch::Tensor attention =
       attention_(hidden, context, mask, probs_out, query_rows, outputs_out);
+  return output_(intermediate_(attention), attention);
+}
+
+torch::Tensor BertLayerImpl::forward_from_head_outputs(
+    const torch::Tensor& hidden, const torch::Tensor& head_outputs,
+    const AttentionContext& context, const LayerMask& mask,
+    int64_t query_rows) {
+  torch::Tensor attention = attention_->forward_from_head_outputs(
+      hidden, head_outputs, context, mask, query_rows);
   return output_(intermediate_(attention), attention);
 }
 

@@ -21,6 +21,7 @@
 
 #include "common/head_mask.h"
 #include "server/core/checkpoint/bert_config.h"
+#include "server/core/model/packed_tokens.h"
 
 namespace bertology {
 
@@ -44,7 +45,18 @@ struct AttentionContext {
     torch::Tensor target;  // broadcastable to [B, H, Q, T]; rows sum to 1
   };
   std::vector<AblationFill> fills;
+  // Not null: the pass runs packed (packed_tokens.h). Hidden states and head
+  // outputs between layers are then [N, D] (N real tokens), or [B, D] after
+  // a [CLS]-only layer; attention still runs on the padded [B, H, T, T].
+  const PackedTokens* packed = nullptr;
 };
+
+// The query positions of `x`: all of them when `query_rows` is 0 or the
+// row length T, else the first `query_rows` of each row (packed: only 1,
+// each row's first token). x: [B, T, D], or [N, D] when `context` is packed.
+torch::Tensor QueryPositions(const torch::Tensor& x,
+                             const AttentionContext& context,
+                             int64_t query_rows);
 
 // What a request changes in this layer, for the batch. Every member may be
 // undefined (nothing changed there).
@@ -91,6 +103,15 @@ class BertSelfAttentionImpl : public torch::nn::Module {
                         const AttentionContext& context, const LayerMask& mask,
                         torch::Tensor* probs_out, int64_t query_rows = 0,
                         torch::Tensor* outputs_out = nullptr);
+  // What forward() makes of the unmasked heads' outputs `outputs` (a
+  // layer's query positions: [B, Q, D], packed [N, D] or [B, D]) under
+  // `mask`: o' = m * o + (1 - m) * output_fill per head. Equal to forward()
+  // for values of 0 and 1 (m * (p @ V) = (m * p) @ V exactly then); rounds
+  // differently for fractional ones. Not for kUniform rows (their outputs
+  // need the values V) or patches: c10::Error.
+  torch::Tensor MaskOutputs(const torch::Tensor& outputs,
+                            const AttentionContext& context,
+                            const LayerMask& mask) const;
 
  private:
   int num_heads_;
@@ -124,6 +145,14 @@ class BertAttentionImpl : public torch::nn::Module {
                         const AttentionContext& context, const LayerMask& mask,
                         torch::Tensor* probs_out, int64_t query_rows = 0,
                         torch::Tensor* outputs_out = nullptr);
+  // As forward(), from the layer's unmasked head outputs `head_outputs`
+  // (hidden's shape): the mask via BertSelfAttention::MaskOutputs, then the
+  // residual block. No queries, keys, values or attention.
+  torch::Tensor forward_from_head_outputs(const torch::Tensor& hidden,
+                                          const torch::Tensor& head_outputs,
+                                          const AttentionContext& context,
+                                          const LayerMask& mask,
+                                          int64_t query_rows = 0);
 
  private:
   BertSelfAttention self_{nullptr};
@@ -153,6 +182,15 @@ class BertLayerImpl : public torch::nn::Module {
                         const AttentionContext& context, const LayerMask& mask,
                         torch::Tensor* probs_out, int64_t query_rows = 0,
                         torch::Tensor* outputs_out = nullptr);
+  // As forward(), given the layer's unmasked head outputs (the same shape as
+  // `hidden`, e.g. cached from an unmasked pass): a sweep's mask that first
+  // changes this layer skips its queries, keys, values and attention, about
+  // a third of the layer's work (BertAttention::forward_from_head_outputs).
+  torch::Tensor forward_from_head_outputs(const torch::Tensor& hidden,
+                                          const torch::Tensor& head_outputs,
+                                          const AttentionContext& context,
+                                          const LayerMask& mask,
+                                          int64_t query_rows = 0);
 
  private:
   BertAttention attention_{nullptr};

@@ -101,6 +101,19 @@ struct BertRunOutput {
   std::map<int, torch::Tensor> head_outputs;  // layer -> [B, T, D]
 };
 
+// Where a pass resumes (ForwardOptions::start_layer), e.g. from what an
+// unmasked pass captured (capture_hidden, capture_head_outputs).
+struct LayerStart {
+  // [B, T, D]: layer start_layer's input hidden state. Needed when
+  // start_layer > 0; at 0 it replaces the embeddings.
+  torch::Tensor hidden;
+  // [B, T, D] or undefined: layer start_layer's head outputs under no mask.
+  // With them that layer skips its queries, keys, values and attention and
+  // masks these (BertLayer::forward_from_head_outputs): no row in kUniform,
+  // no patch, no attention or head-output capture at that layer.
+  torch::Tensor head_outputs;
+};
+
 class BertForSequenceClassificationImpl : public torch::nn::Module {
  public:
   // num_labels == 0 or kind == kEncoder: the encoder alone (no pooler, no
@@ -118,11 +131,11 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
   // `masks`: empty (no row masked) or one per row, nullptr for a row with
   // no mask; each [L x H]. The per-layer mask tensors are built here from
   // them (which layers to mask from HeadMask::AffectedHeads, no device
-  // sync); bert_layer.cc's ApplyHeadMask applies them. `start_hidden`
-  // ([B, T, D], compute dtype, device) is the input of layer
-  // options.start_layer when that is > 0. Throws c10::Error on what the
-  // caller should have refused first (Model::Forward does: compute_logits
-  // without a classifier, a mask of the wrong shape, layers out of range).
+  // sync); bert_layer.cc's ApplyHeadMask applies them. `start` (compute
+  // dtype, device) is where options.start_layer begins. Throws c10::Error on
+  // what the caller should have refused first (Model::Forward does:
+  // compute_logits without a classifier, a mask of the wrong shape, layers out
+  // of range).
   //
   // `mask_tensor` (when defined; `masks` must then be empty) replaces the
   // HeadMask values: [B, L, H] or [L, H] (every row the same), any float
@@ -151,7 +164,7 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
                     const torch::Tensor& attention_mask,
                     const std::vector<const HeadMask*>& masks,
                     const ForwardOptions& options,
-                    const torch::Tensor& start_hidden = torch::Tensor(),
+                    const LayerStart& start = LayerStart(),
                     const torch::Tensor& mask_tensor = torch::Tensor(),
                     AblationMode mask_mode = AblationMode::kZero,
                     const ActivationPatch* patch = nullptr,
@@ -164,13 +177,15 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
  private:
   // Run after the resample expansion: row r is draw `draws[r]` of its mask
   // (empty: every row draw 0).
-  BertRunOutput RunRows(
-      const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
-      const torch::Tensor& attention_mask,
-      const std::vector<const HeadMask*>& masks, const std::vector<int>& draws,
-      const ForwardOptions& options, const torch::Tensor& start_hidden,
-      const torch::Tensor& mask_tensor, AblationMode mask_mode,
-      const ActivationPatch* patch, const torch::Tensor& mask_fill);
+  BertRunOutput RunRows(const torch::Tensor& input_ids,
+                        const torch::Tensor& token_type_ids,
+                        const torch::Tensor& attention_mask,
+                        const std::vector<const HeadMask*>& masks,
+                        const std::vector<int>& draws,
+                        const ForwardOptions& options, const LayerStart& start,
+                        const torch::Tensor& mask_tensor,
+                        AblationMode mask_mode, const ActivationPatch* patch,
+                        const torch::Tensor& mask_fill);
   int num_layers_;
   int num_heads_;
   int head_size_;

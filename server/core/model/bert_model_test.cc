@@ -236,3 +236,111 @@ TEST(BertModelTest, ActivationChangesOutput) {
 
 }  // namespace
 }  // namespace bertology
+
+namespace bertology {
+namespace {
+
+// Packing (ForwardOptions::pack_tokens) and a start from cached head outputs
+// (LayerStart::head_outputs) are optimisations, never a different answer.
+BertConfig WideConfig() {  // d = 64: TwoRows' padding (0.2) is worth packing
+  BertConfig c = TinyConfig();
+  c.hidden_size = 64;
+  c.intermediate_size = 32;
+  return c;
+}
+
+TEST(BertModelTest, PackedTokensPackWhereThePaddingPays) {
+  const Batch b = TwoRows();  // 10 real tokens, 2 padding
+  const PackedTokens packed = PackedTokens::Make(b.mask, 10.0 / 64);
+  ASSERT_TRUE(packed.defined());
+  EXPECT_EQ(packed.tokens(), 10);
+  const torch::Tensor x = torch::randn({2, 6, 3});
+  const torch::Tensor round_trip = packed.Unpack(packed.Pack(x));
+  EXPECT_TRUE(torch::equal(round_trip * b.mask.unsqueeze(-1), round_trip));
+  EXPECT_TRUE(torch::equal(round_trip, x * b.mask.unsqueeze(-1)));
+  EXPECT_TRUE(torch::equal(packed.FirstTokens(packed.Pack(x)), x.select(1, 0)));
+  EXPECT_FALSE(PackedTokens::Make(b.mask, 0.2).defined());  // not > 0.2
+  EXPECT_FALSE(PackedTokens::Make(torch::ones({2, 6}, torch::kLong)).defined());
+}
+
+TEST(BertModelTest, PackedPassGivesThePaddedPassOutputs) {
+  torch::manual_seed(5);
+  BertForSequenceClassificationImpl model(WideConfig(), 3);
+  model.eval();
+  torch::InferenceMode guard;
+  const Batch b = TwoRows();
+  const HeadMask zero = *HeadMask::Ablate(2, 2, {{0, 1}}, AblationMode::kZero);
+  const HeadMask uniform =
+      *HeadMask::Ablate(2, 2, {{1, 0}}, AblationMode::kUniform);
+  for (bool cls_only : {false, true}) {
+    ForwardOptions opt;
+    opt.cls_only_last_layer = cls_only;
+    if (!cls_only) {
+      opt.capture_hidden = {1, 2};
+      opt.capture_head_outputs = {0};
+    }
+    BertRunOutput padded =
+        model.Run(b.ids, b.types, b.mask, {&zero, &uniform}, opt);
+    opt.pack_tokens = true;
+    BertRunOutput packed =
+        model.Run(b.ids, b.types, b.mask, {&zero, &uniform}, opt);
+    EXPECT_TRUE(torch::allclose(padded.logits, packed.logits, 1e-5, 1e-6))
+        << padded.logits << packed.logits;
+    const torch::Tensor real = b.mask.unsqueeze(-1).to(torch::kFloat);
+    for (auto& [l, t] : padded.hidden) {  // packed: zero at padding
+      EXPECT_TRUE(torch::allclose(t * real, packed.hidden.at(l), 1e-5, 1e-6));
+    }
+    for (auto& [l, t] : padded.head_outputs) {
+      EXPECT_TRUE(
+          torch::allclose(t * real, packed.head_outputs.at(l), 1e-5, 1e-6));
+    }
+    EXPECT_EQ(packed.hidden.size(), cls_only ? 0u : 2u);
+    EXPECT_EQ(packed.head_outputs.size(), cls_only ? 0u : 1u);
+  }
+  // Attention asked for: the pass stays padded (HF's rows at padding
+  // queries), so it is the padded pass to the bit.
+  ForwardOptions opt;
+  opt.attention_layers = {0, 1};
+  const BertRunOutput padded =
+      model.Run(b.ids, b.types, b.mask, {&zero, &zero}, opt);
+  opt.pack_tokens = true;
+  const BertRunOutput packed =
+      model.Run(b.ids, b.types, b.mask, {&zero, &zero}, opt);
+  ASSERT_EQ(packed.attentions.size(), 2u);
+  for (auto& [l, t] : padded.attentions) {
+    EXPECT_TRUE(torch::equal(t, packed.attentions.at(l)));
+  }
+  EXPECT_TRUE(torch::equal(padded.logits, packed.logits));
+}
+
+TEST(BertModelTest, StartFromHeadOutputsGivesTheFullPassLogits) {
+  torch::manual_seed(6);
+  BertForSequenceClassificationImpl model(WideConfig(), 3);
+  model.eval();
+  torch::InferenceMode guard;
+  const Batch b = TwoRows();
+  ForwardOptions capture;
+  capture.capture_hidden = {1};
+  capture.capture_head_outputs = {1};
+  const BertRunOutput base = model.Run(b.ids, b.types, b.mask, {}, capture);
+  const HeadMask l1h0 = *HeadMask::Ablate(2, 2, {{1, 0}}, AblationMode::kZero);
+  const HeadMask l1h1 = *HeadMask::Ablate(2, 2, {{1, 1}}, AblationMode::kZero);
+  for (bool pack : {false, true}) {
+    ForwardOptions opt;
+    opt.pack_tokens = pack;
+    const torch::Tensor full =
+        model.Run(b.ids, b.types, b.mask, {&l1h0, &l1h1}, opt).logits;
+    opt.start_layer = 1;
+    const torch::Tensor resumed =
+        model
+            .Run(b.ids, b.types, b.mask, {&l1h0, &l1h1}, opt,
+                 LayerStart{base.hidden.at(1), base.head_outputs.at(1)})
+            .logits;
+    EXPECT_TRUE(torch::allclose(full, resumed, 1e-5, 1e-6)) << full << resumed;
+    // The masks matter here, so the comparison means something.
+    EXPECT_FALSE(torch::allclose(full, base.logits, 1e-3, 1e-3));
+  }
+}
+
+}  // namespace
+}  // namespace bertology

@@ -20,11 +20,11 @@ struct ForwardOptions {
   // [start_layer, L]; layer L means the encoder output. Tensor level only
   // (ForwardTensors).
   std::vector<int> capture_hidden;
-  // Return every layer's head outputs (the attention context p @ V after
-  // the mask, before the output projection), [B, T, D] per layer in
+  // Layers whose head outputs (the attention context p @ V after the mask,
+  // before the output projection) to return, [B, T, D] each, in
   // [start_layer, L); heads are D's consecutive slices of head_size. Tensor
-  // level only. Runs the last layer in full.
-  bool capture_head_outputs = false;
+  // level only. The last layer among them runs in full.
+  std::vector<int> capture_head_outputs;
   // Run pooler + classifier (FAILED_PRECONDITION on a plain BertModel).
   bool compute_logits = true;
   // Logits read only [CLS] of the last layer, so its queries, output
@@ -34,6 +34,15 @@ struct ForwardOptions {
   // there). false runs it in full, as HF does (e.g. a baseline that models
   // it, or the trainer, whose numerics predate it).
   bool cls_only_last_layer = true;
+  // Run the position-wise work (every matrix product, the layer norms) on
+  // the batch's real tokens only (packed_tokens.h), not on its padding.
+  // Outputs are the same up to float rounding (about 1e-6 relative); the
+  // padded layout is the default because results are then bit-identical to
+  // those of earlier releases. Captured hidden states and head outputs are
+  // zero at padding positions. Ignored with an activation patch or when
+  // attention probabilities are asked for (their rows at padding queries,
+  // which HF returns, need the padded pass).
+  bool pack_tokens = false;
 };
 
 }  // namespace bertology

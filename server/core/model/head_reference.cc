@@ -73,7 +73,7 @@ absl::StatusOr<std::shared_ptr<const HeadReference>> ComputeHeadReference(
   torch::Tensor counts = torch::zeros({n}, torch::kDouble);
   ForwardOptions options;
   options.compute_logits = false;
-  options.capture_head_outputs = true;
+  for (int l = 0; l < layers; ++l) options.capture_head_outputs.push_back(l);
   batch_rows = std::max(1, batch_rows);
   for (int64_t start = 0; start < n; start += batch_rows) {
     const int64_t end = std::min(n, start + batch_rows);

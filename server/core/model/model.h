@@ -123,8 +123,9 @@ class Model {
   absl::StatusOr<ModelInput> MakeBatch(
       const std::vector<const Encoding*>& encodings) const;
   // As Forward, on a padded batch; `masks` is empty or one per row (nullptr:
-  // no mask). Also validates input shapes and ranges and start_hidden
-  // ([B, T, D] when options.start_layer > 0).
+  // no mask). Also validates input shapes and ranges, start_hidden
+  // ([B, T, D] when options.start_layer > 0 or given) and
+  // start_head_outputs (model_tensors.h).
   absl::StatusOr<TensorOutput> ForwardTensors(
       const ModelInput& input, const std::vector<const HeadMask*>& masks,
       const ForwardOptions& options) const;
@@ -153,6 +154,10 @@ class Model {
   absl::Status CheckForward(const ModelInput& input,
                             const std::vector<const HeadMask*>& masks,
                             const ForwardOptions& options) const;
+  // CheckForward's part for ModelInput::start_head_outputs.
+  absl::Status CheckStartHeadOutputs(const ModelInput& input,
+                                     const std::vector<const HeadMask*>& masks,
+                                     const ForwardOptions& options) const;
   std::unique_ptr<const ModelPlacement> placement_;  // device, compute dtype
 };
 

@@ -3,6 +3,7 @@
 // which builds the head-mask tensors from the rows' HeadMasks.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <exception>
 #include <string>
 #include <utility>
@@ -104,6 +105,39 @@ absl::Status Model::CheckCanClassify() const {
       "(classifier [labels, hidden], BertForTokenClassification)"));
 }
 
+absl::Status Model::CheckStartHeadOutputs(
+    const ModelInput& input, const std::vector<const HeadMask*>& masks,
+    const ForwardOptions& options) const {
+  const int64_t b = input.input_ids.size(0), t = input.input_ids.size(1);
+  if (!input.start_hidden.defined() ||
+      !HasShape(input.start_head_outputs, {b, t, config_.hidden_size})) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start_head_outputs must be [", b, ", ", t, ", ", config_.hidden_size,
+        "] beside start_hidden, got ", Shape(input.start_head_outputs),
+        input.start_hidden.defined() ? "" : " without start_hidden"));
+  }
+  const int start = options.start_layer;
+  auto has = [start](const std::vector<int>& layers) {
+    return std::find(layers.begin(), layers.end(), start) != layers.end();
+  };
+  if (input.patch != nullptr || has(options.attention_layers) ||
+      has(options.capture_head_outputs)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start_head_outputs: layer ", start,
+        " runs no attention, so it takes no patch and returns no attention or "
+        "head outputs"));
+  }
+  for (size_t r = 0; r < masks.size(); ++r) {
+    if (masks[r] != nullptr && masks[r]->mode() == AblationMode::kUniform &&
+        !masks[r]->IsIdentity()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "start_head_outputs with rows[", r,
+          "].mask in mode uniform (its heads' outputs need the attention)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Model::CheckForward(const ModelInput& input,
                                  const std::vector<const HeadMask*>& masks,
                                  const ForwardOptions& options) const {
@@ -135,8 +169,9 @@ absl::Status Model::CheckForward(const ModelInput& input,
         absl::StrCat("start_layer=", options.start_layer, " out of range [0, ",
                      num_layers, "]"));
   }
-  if (options.start_layer > 0 &&
-      !HasShape(input.start_hidden, {b, t, config_.hidden_size})) {
+  const std::vector<int64_t> hidden_shape = {b, t, config_.hidden_size};
+  if ((options.start_layer > 0 || input.start_hidden.defined()) &&
+      !HasShape(input.start_hidden, hidden_shape)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "start_hidden must be [", b, ", ", t, ", ", config_.hidden_size,
         "] for start_layer=", options.start_layer, ", got ",
@@ -147,6 +182,11 @@ absl::Status Model::CheckForward(const ModelInput& input,
                               num_layers, "attention_layers"));
   RETURN_IF_ERROR(CheckLayers(options.capture_hidden, options.start_layer,
                               num_layers + 1, "capture_hidden"));
+  RETURN_IF_ERROR(CheckLayers(options.capture_head_outputs, options.start_layer,
+                              num_layers, "capture_head_outputs"));
+  if (input.start_head_outputs.defined()) {
+    RETURN_IF_ERROR(CheckStartHeadOutputs(input, masks, options));
+  }
   if (!masks.empty() && static_cast<int64_t>(masks.size()) != b) {
     return absl::InvalidArgumentError(
         absl::StrCat("masks has ", masks.size(), " entries for ", b, " rows"));
@@ -189,7 +229,7 @@ absl::Status Model::CheckForward(const ModelInput& input,
 absl::StatusOr<ForwardOutput> Model::Forward(
     const std::vector<ModelRow>& rows, const ForwardOptions& options) const {
   if (options.start_layer != 0 || !options.capture_hidden.empty() ||
-      options.capture_head_outputs) {
+      !options.capture_head_outputs.empty()) {
     return absl::InvalidArgumentError(
         "start_layer, capture_hidden and capture_head_outputs work on "
         "tensors: use ForwardTensors");
@@ -223,14 +263,15 @@ absl::StatusOr<TensorOutput> Model::ForwardTensors(
     const ForwardOptions& options) const {
   return CatchTorch([&]() -> absl::StatusOr<TensorOutput> {
     RETURN_IF_ERROR(CheckForward(input, masks, options));
-    torch::Tensor start_hidden;
-    if (options.start_layer > 0) {
-      start_hidden =
-          input.start_hidden.to(placement_->device, placement_->dtype);
-    }
+    LayerStart start;
+    auto place = [this](const torch::Tensor& x) {
+      return x.defined() ? x.to(placement_->device, placement_->dtype) : x;
+    };
+    start.hidden = place(input.start_hidden);
+    start.head_outputs = place(input.start_head_outputs);
     BertRunOutput out =
         module_->Run(input.input_ids, input.token_type_ids,
-                     input.attention_mask, masks, options, start_hidden,
+                     input.attention_mask, masks, options, start,
                      torch::Tensor(), AblationMode::kZero, input.patch.get());
     TensorOutput result;
     if (out.logits.defined()) {
@@ -290,7 +331,7 @@ absl::StatusOr<TensorOutput> Model::ForwardWithGrad(
     RETURN_IF_ERROR(CheckForward(input, {}, options));
     BertRunOutput out = module_->Run(
         input.input_ids, input.token_type_ids, input.attention_mask, {},
-        options, torch::Tensor(), m.to(placement_->device), mask.mode,
+        options, LayerStart(), m.to(placement_->device), mask.mode,
         /*patch=*/nullptr, fill);
     TensorOutput result;
     if (out.logits.defined()) {

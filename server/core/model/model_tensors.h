@@ -21,9 +21,17 @@ struct ModelInput {
   torch::Tensor token_type_ids;  // [B, T] int64
   torch::Tensor attention_mask;  // [B, T] int64, 1 = real token, 0 = padding
   // [B, T, D], any device and float dtype (moved to the model's): the input
-  // hidden state of layer ForwardOptions::start_layer when that is > 0,
-  // e.g. captured by an unmasked pass (capture_hidden). Else undefined.
+  // hidden state of layer ForwardOptions::start_layer, e.g. captured by an
+  // unmasked pass (capture_hidden). Needed when start_layer > 0; at 0 it
+  // replaces the embeddings.
   torch::Tensor start_hidden;
+  // [B, T, D] or undefined: layer start_layer's head outputs under no mask
+  // (capture_head_outputs of an unmasked pass). With them that layer skips
+  // its queries, keys, values and attention, and masks these instead: the
+  // same outputs (bit for bit for mask values 0 and 1). Needs start_hidden;
+  // refused with a row in mode uniform, a patch, or attention or head
+  // outputs asked of that layer.
+  torch::Tensor start_head_outputs;
   // Activation patching (activation_patch.h): one site list per row, the
   // source's activations on the model's device in the compute dtype. Null:
   // nothing patched. Not with masks.

@@ -70,7 +70,7 @@ absl::StatusOr<std::unique_ptr<ActivationPatcher>> ActivationPatcher::Create(
   const int layers = model.config().num_hidden_layers;
   ASSIGN_OR_RETURN(ModelInput both, model.MakeBatch({&clean, &corrupted}));
   ForwardOptions options;
-  options.capture_head_outputs = true;
+  for (int l = 0; l < layers; ++l) options.capture_head_outputs.push_back(l);
   for (int l = 0; l <= layers; ++l) options.capture_hidden.push_back(l);
   ASSIGN_OR_RETURN(TensorOutput out, model.ForwardTensors(both, {}, options));
   const bool into_corrupted = direction == PatchDirection::kCleanIntoCorrupted;

@@ -55,6 +55,12 @@ struct Tally {
   }
 };
 
+// Where a masked batch resumes: ModelInput's start_hidden and
+// start_head_outputs (undefined: not given).
+struct Resume {
+  torch::Tensor hidden, head_outputs;
+};
+
 // One (mask, example) row of a forward pass; `example` indexes the
 // caller's examples.
 struct Row {
@@ -143,7 +149,15 @@ class SweepRun {
       }
     }
     for (const auto& [start, group] : groups_) {
-      if (start > 0) {
+      const bool reuse = options_.reuse_head_outputs &&
+                         std::any_of(group.begin(), group.end(), [this](int m) {
+                           return CanReuseHeadOutputs(m);
+                         });
+      if (reuse) {
+        head_slot_[start] = static_cast<int>(head_layers_.size());
+        head_layers_.push_back(start);
+      }
+      if (start > 0 || reuse) {
         cache_slot_[start] = static_cast<int>(capture_layers_.size());
         capture_layers_.push_back(start);
       }
@@ -160,8 +174,15 @@ class SweepRun {
   }
 
   int64_t CacheBytes(int example) const {
-    return static_cast<int64_t>(capture_layers_.size()) * Length(example) *
-           model_.config().hidden_size * element_bytes_;
+    return static_cast<int64_t>(capture_layers_.size() + head_layers_.size()) *
+           Length(example) * model_.config().hidden_size * element_bytes_;
+  }
+
+  // Whether mask `m`'s first masked layer can start from the baseline's
+  // head outputs there: every mode but uniform, whose ablated heads attend
+  // uniformly and so need the layer's values.
+  bool CanReuseHeadOutputs(int m) const {
+    return masks_[m].mask.mode() != AblationMode::kUniform;
   }
 
   // One chunk in two phases, each a list of batches run by RunJobs: the
@@ -170,9 +191,12 @@ class SweepRun {
   // whatever options_.workers is, so results do not depend on it.
   absl::Status RunChunk(int begin, int end) {
     // cache[i - begin][slot]: [T_i, D] input hidden state of example
-    // order_[i] at layer capture_layers_[slot] (a view into its batch).
+    // order_[i] at layer capture_layers_[slot] (a view into its batch);
+    // head_cache likewise its head outputs at layer head_layers_[slot].
     std::vector<std::vector<torch::Tensor>> cache(
         end - begin, std::vector<torch::Tensor>(capture_layers_.size()));
+    std::vector<std::vector<torch::Tensor>> head_cache(
+        end - begin, std::vector<torch::Tensor>(head_layers_.size()));
     const int max_rows = options_.max_batch_rows;
     std::vector<std::vector<Row>> base_batches;
     for (int b = begin; b < end; b += max_rows) {
@@ -185,21 +209,29 @@ class SweepRun {
     OrderedParallelFns base;
     base.compute = [&](int j) -> absl::Status {
       ForwardOptions fo;
+      fo.pack_tokens = options_.pack_tokens;
       fo.capture_hidden = capture_layers_;
+      fo.capture_head_outputs = head_layers_;
       ASSIGN_OR_RETURN(base_out[j], Forward(base_batches[j], fo));
       return absl::OkStatus();
     };
     base.commit = [&](int j) -> absl::Status {
       const std::vector<Row>& rows = base_batches[j];
       const int first = j * max_rows;  // chunk position of rows[0]
-      for (size_t slot = 0; slot < capture_layers_.size(); ++slot) {
-        const torch::Tensor& hidden =
-            base_out[j].hidden.at(capture_layers_[slot]);
-        for (size_t r = 0; r < rows.size(); ++r) {
-          cache[first + r][slot] =
-              hidden[r].narrow(0, 0, Length(rows[r].example));
+      // Each row's real tokens of each captured layer, into its cache slot.
+      auto keep = [&](const std::map<int, torch::Tensor>& captured,
+                      const std::vector<int>& layers,
+                      std::vector<std::vector<torch::Tensor>>* into) {
+        for (size_t slot = 0; slot < layers.size(); ++slot) {
+          const torch::Tensor& x = captured.at(layers[slot]);
+          for (size_t r = 0; r < rows.size(); ++r) {
+            (*into)[first + r][slot] =
+                x[r].narrow(0, 0, Length(rows[r].example));
+          }
         }
-      }
+      };
+      keep(base_out[j].hidden, capture_layers_, &cache);
+      keep(base_out[j].head_outputs, head_layers_, &head_cache);
       RETURN_IF_ERROR(Score(base_out[j].logits, rows));
       base_out[j] = TensorOutput();  // the cache keeps what it needs
       Progress(static_cast<int64_t>(rows.size()) *
@@ -248,18 +280,30 @@ class SweepRun {
     masked.compute = [&](int j) -> absl::Status {
       const MaskBatch& batch = batches[j];
       ForwardOptions fo;
-      torch::Tensor start_hidden;
-      if (batch.start > 0) {
-        const int slot = cache_slot_.at(batch.start);
+      fo.pack_tokens = options_.pack_tokens;
+      fo.start_layer = batch.start;
+      // Cached [T_i, D] per row of the batch, padded into [B, T, D].
+      auto stack = [&](const std::vector<std::vector<torch::Tensor>>& from,
+                       int slot) {
         std::vector<const torch::Tensor*> parts;
         parts.reserve(batch.rows.size());
         for (const Row& row : batch.rows) {
-          parts.push_back(&cache[cache_index[row.example]][slot]);
+          parts.push_back(&from[cache_index[row.example]][slot]);
         }
-        fo.start_layer = batch.start;
-        start_hidden = PadStack(parts);
+        return PadStack(parts);
+      };
+      Resume start;
+      const auto head_slot = head_slot_.find(batch.start);
+      const bool reuse = head_slot != head_slot_.end() &&
+                         std::all_of(batch.rows.begin(), batch.rows.end(),
+                                     [this](const Row& r) {
+                                       return CanReuseHeadOutputs(r.mask);
+                                     });
+      if (batch.start > 0 || reuse) {
+        start.hidden = stack(cache, cache_slot_.at(batch.start));
       }
-      ASSIGN_OR_RETURN(TensorOutput out, Forward(batch.rows, fo, start_hidden));
+      if (reuse) start.head_outputs = stack(head_cache, head_slot->second);
+      ASSIGN_OR_RETURN(TensorOutput out, Forward(batch.rows, fo, start));
       logits[j] = std::move(out.logits);
       return absl::OkStatus();
     };
@@ -313,9 +357,9 @@ class SweepRun {
 
   // One pass over `rows`, each under its mask (none for the baseline's),
   // from `start_hidden` when options.start_layer > 0.
-  absl::StatusOr<TensorOutput> Forward(
-      const std::vector<Row>& rows, const ForwardOptions& options,
-      const torch::Tensor& start_hidden = torch::Tensor()) {
+  absl::StatusOr<TensorOutput> Forward(const std::vector<Row>& rows,
+                                       const ForwardOptions& options,
+                                       const Resume& start = Resume()) {
     if (callbacks_.is_cancelled && callbacks_.is_cancelled()) {
       return absl::CancelledError("sweep cancelled");
     }
@@ -328,7 +372,8 @@ class SweepRun {
       masks.push_back(row.mask < 0 ? nullptr : &masks_[row.mask].mask);
     }
     ASSIGN_OR_RETURN(ModelInput input, model_.MakeBatch(encodings));
-    input.start_hidden = start_hidden;
+    input.start_hidden = start.hidden;
+    input.start_head_outputs = start.head_outputs;
     return model_.ForwardTensors(input, masks, options);
   }
 
@@ -398,8 +443,14 @@ class SweepRun {
   std::vector<int> order_;  // example indices by length
   std::vector<int> identity_masks_;
   std::map<int, std::vector<int>> groups_;  // start layer -> masks
-  std::vector<int> capture_layers_;         // start layers > 0, ascending
-  std::map<int, int> cache_slot_;           // start layer -> capture index
+  // Start layers whose input hidden state the baseline caches: those > 0,
+  // and 0 where head outputs are reused. Ascending.
+  std::vector<int> capture_layers_;
+  std::map<int, int> cache_slot_;  // start layer -> capture index
+  // Start layers whose head outputs the baseline caches (some mask there
+  // can start from them; SweepOptions::reuse_head_outputs). Ascending.
+  std::vector<int> head_layers_;
+  std::map<int, int> head_slot_;  // start layer -> head_layers_ index
   int64_t element_bytes_ = 4;
   Tally baseline_;
   std::vector<Tally> tallies_;

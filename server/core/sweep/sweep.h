@@ -3,11 +3,13 @@
 // The executor computes the unmasked baseline once and, for a mask whose
 // first affected layer is l, starts the forward pass at layer l from the
 // baseline's cached input hidden state of layer l (layers below l compute
-// exactly what the unmasked model computes). (mask, example) pairs are packed
-// densely into batches of rows with per-row masks, grouped by sequence length
-// and start layer. Memory for cached hidden states is bounded by
-// SweepOptions::cache_budget_bytes: examples are processed in chunks small
-// enough that one chunk's cache fits.
+// exactly what the unmasked model computes), and its head outputs there
+// (layer l's attention changes only by the masked heads, so it is not
+// recomputed). (mask, example) pairs are packed densely into batches of rows
+// with per-row masks, grouped by sequence length and start layer, and each
+// batch runs on its real tokens only (no padding). Memory for cached hidden
+// states is bounded by SweepOptions::cache_budget_bytes: examples are processed
+// in chunks small enough that one chunk's cache fits.
 #ifndef BERTOLOGY_CORE_SWEEP_H_
 #define BERTOLOGY_CORE_SWEEP_H_
 
@@ -52,6 +54,15 @@ struct SweepOptions {
   // callbacks' is_cancelled is then called from these threads; the others
   // from one thread at a time.
   int workers = 1;
+  // Rows run packed, without padding (ForwardOptions::pack_tokens).
+  bool pack_tokens = true;
+  // A mask's first masked layer starts from the baseline's head outputs
+  // there (cached beside its input hidden state), skipping that layer's
+  // queries, keys, values and attention (ModelInput::start_head_outputs);
+  // not for masks in mode uniform.
+  bool reuse_head_outputs = true;
+  // Both are true by default and exist to measure each one's share
+  // (bench/core_bench.cc); results agree with them off to float rounding.
 };
 
 // Units scored: examples for a sequence classifier, labelled tokens for a

@@ -190,17 +190,22 @@ TEST_F(SweepTest, MatchesNaivePerMaskForwardPasses) {
   struct Config {
     int max_batch_rows;
     int64_t cache_budget_bytes;
+    bool levers = true;  // pack_tokens and reuse_head_outputs
   };
-  // Dense batches in one chunk; one row per pass with one example per
-  // chunk; big batches over several chunks.
+  // Dense batches in one chunk (their padding is packed away); one row per
+  // pass with one example per chunk; big batches over several chunks; the
+  // padded pass without the cached head outputs.
   for (const Config& c :
-       {Config{7, int64_t{1} << 30}, Config{1, 0}, Config{64, 20000}}) {
+       {Config{7, int64_t{1} << 30}, Config{1, 0}, Config{64, 20000},
+        Config{7, int64_t{1} << 30, false}}) {
     SweepOptions options;
     options.max_batch_rows = c.max_batch_rows;
     options.cache_budget_bytes = c.cache_budget_bytes;
+    options.pack_tokens = options.reuse_head_outputs = c.levers;
     const std::string what =
         "max_batch_rows=" + std::to_string(c.max_batch_rows) +
-        " budget=" + std::to_string(c.cache_budget_bytes);
+        " budget=" + std::to_string(c.cache_budget_bytes) +
+        " levers=" + (c.levers ? "on" : "off");
     Recorded rec = RunSweep(options, examples, masks);
     ASSERT_TRUE(rec.status.ok()) << rec.status << " " << what;
     EXPECT_EQ(rec.baseline.mask_index, -1);
