@@ -22,6 +22,7 @@
 #include "common/mask_generators.h"
 #include "nlohmann/json.hpp"
 #include "server/core/checkpoint/bert_config.h"
+#include "server/core/model/blas_core.h"
 #include "server/core/model/model.h"
 #include "server/core/model/model_tensors.h"
 #include "server/core/model/threading.h"
@@ -41,12 +42,27 @@ ABSL_FLAG(int, workers, 0,
           "The engine's SweepOptions::workers (0: AutoSweepWorkers, as the "
           "server). When that is not 1 the engine is also timed at 1.");
 ABSL_FLAG(int, max_seq_len, 128, "Tokens per example at most.");
+ABSL_FLAG(std::string, dtype, "auto",
+          "ModelOptions::dtype: auto (F32 on CPU), F32 or BF16 (the opt-in "
+          "BF16 path; its correct counts are compared with F32's by "
+          "bench/report.py).");
+ABSL_FLAG(bool, lever_shares, true,
+          "Also time the engine with token packing off, and with head-output "
+          "reuse off (SweepOptions), side by side: each lever's share.");
+ABSL_FLAG(bool, print_openblas_core, false,
+          "Print the OpenBLAS kernel set in use (after blas_core.h's fix) and "
+          "exit; empty when the BLAS is not OpenBLAS.");
+ABSL_FLAG(bool, worker_share, true,
+          "When the engine runs on several workers, also time it on one.");
 ABSL_FLAG(int, threads, 0, "libtorch intra-op threads (0: default).");
 ABSL_FLAG(int, openblas_threads, 0, "OpenBLAS pool size (0: leave).");
 ABSL_FLAG(int, eff_batch, 8, "Encoder efficiency: rows.");
 ABSL_FLAG(int, eff_tokens, 128, "Encoder efficiency: tokens per row.");
 ABSL_FLAG(int, eff_reps, 5, "Encoder efficiency: timed passes.");
 ABSL_FLAG(bool, sweep, true, "Run the sweep comparison.");
+ABSL_FLAG(bool, naive, true,
+          "Run the naive loop of the sweep comparison (false: the engine "
+          "alone, for profiling; naive_* and ratio are then absent).");
 ABSL_FLAG(std::string, json_out, "", "Where to write the JSON result.");
 ABSL_FLAG(std::string, make_random_model, "",
           "Write a random BERT-base dir here (vocab and labels from --model) "
@@ -137,8 +153,11 @@ absl::StatusOr<json> SweepBench(const Model& model) {
   if (auto s = NaiveSweep(model, head, {nullptr}, batch); !s.ok()) {
     return s.status();
   }
+  const bool run_naive = absl::GetFlag(FLAGS_naive);
   double t0 = Now();
-  auto naive = NaiveSweep(model, *examples, naive_masks, batch);
+  absl::StatusOr<std::vector<int>> naive =
+      std::vector<int>(naive_masks.size(), 0);
+  if (run_naive) naive = NaiveSweep(model, *examples, naive_masks, batch);
   if (!naive.ok()) return naive.status();
   const double naive_s = Now() - t0;
 
@@ -151,10 +170,13 @@ absl::StatusOr<json> SweepBench(const Model& model) {
   const int workers = absl::GetFlag(FLAGS_workers) > 0
                           ? absl::GetFlag(FLAGS_workers)
                           : AutoSweepWorkers(model);
-  auto run_engine = [&](int rows, int run_workers) -> absl::StatusOr<double> {
+  auto run_engine = [&](int rows, int run_workers, bool pack = true,
+                        bool reuse = true) -> absl::StatusOr<double> {
     SweepOptions options;
     options.max_batch_rows = rows;
     options.workers = run_workers;
+    options.pack_tokens = pack;
+    options.reuse_head_outputs = reuse;
     SweepExecutor executor(&model, options);
     const double start = Now();
     if (absl::Status s = executor.Run(*examples, masks, callbacks); !s.ok()) {
@@ -166,7 +188,7 @@ absl::StatusOr<json> SweepBench(const Model& model) {
   if (!engine_s.ok()) return engine_s.status();
   int disagree = 0;
   for (size_t m = 0; m < engine.size(); ++m) {
-    disagree += engine[m] != (*naive)[m];
+    disagree += run_naive && engine[m] != (*naive)[m];
   }
   const double units = static_cast<double>(examples->size()) *
                        static_cast<double>(naive_masks.size());
@@ -204,6 +226,18 @@ absl::StatusOr<json> SweepBench(const Model& model) {
         c.num_hidden_layers - m.mask.FirstAffectedLayer() - 1 + last_share;
   }
   naive_layers += c.num_hidden_layers;
+  // The engine's arithmetic in its default configuration (packed, so no
+  // padding; head-output reuse skips each mask's start layer's queries,
+  // keys and values: 3 d^2 T multiply-adds, 2 d^2 T + d^2 in a [CLS]-only
+  // last layer): FLOPs per second of the sweep, to set against sgemm's.
+  double engine_layer_flops = engine_layers;
+  for (const SweepMask& m : masks) {
+    const bool last = m.mask.FirstAffectedLayer() == c.num_hidden_layers - 1;
+    engine_layer_flops -=
+        (last ? 2 * d * d * mean_t + d * d : 3 * d * d * mean_t) / full_layer;
+  }
+  const double engine_flops = 2 * full_layer * engine_layer_flops *
+                              static_cast<double>(examples->size());
   json extra = json::object();
   if (const int rows = absl::GetFlag(FLAGS_engine_batch); rows > 0) {
     auto wide_s = run_engine(rows, workers);
@@ -211,9 +245,18 @@ absl::StatusOr<json> SweepBench(const Model& model) {
     extra["engine_batch"] = rows;
     extra["engine_wide_rate"] = units / *wide_s;
   }
+  // The levers' shares: the engine without each (same workers).
+  if (absl::GetFlag(FLAGS_lever_shares)) {
+    auto unpacked_s = run_engine(batch, workers, /*pack=*/false);
+    if (!unpacked_s.ok()) return unpacked_s.status();
+    extra["engine_unpacked_rate"] = units / *unpacked_s;
+    auto no_reuse_s = run_engine(batch, workers, true, /*reuse=*/false);
+    if (!no_reuse_s.ok()) return no_reuse_s.status();
+    extra["engine_no_head_reuse_rate"] = units / *no_reuse_s;
+  }
   // The parallel workers' share: the same engine on one worker thread (the
   // process's thread settings), in the same run.
-  if (workers != 1) {
+  if (workers != 1 && absl::GetFlag(FLAGS_worker_share)) {
     auto one_s = run_engine(batch, 1);
     if (!one_s.ok()) return one_s.status();
     extra["engine_one_worker_rate"] = units / *one_s;
@@ -223,13 +266,18 @@ absl::StatusOr<json> SweepBench(const Model& model) {
               {"masks", masks.size()},
               {"masks_of", all.size()},
               {"batch", batch},
-              {"naive_s", naive_s},
-              {"naive_rate", units / naive_s},
               {"engine_s", *engine_s},
               {"engine_rate", units / *engine_s},
               {"engine_workers", workers},
-              {"ratio", naive_s / *engine_s},
               {"prefix_reuse_bound", naive_layers / engine_layers},
+              // Multiply-adds counted as 2 FLOPs, padding excluded.
+              {"engine_gflop", engine_flops / 1e9},
+              {"engine_gflops", engine_flops / *engine_s / 1e9},
+              // What one (mask, example) pair costs a loop that runs every
+              // layer on batches padded as the naive loop's (and the
+              // PyTorch loop's: 32 in file order).
+              {"loop_gflop_per_pair",
+               2 * full_layer * c.num_hidden_layers * naive_padding / 1e9},
               {"naive_padding", naive_padding},
               {"engine_padding", PaddingFactor(rows_by_length, batch)},
               {"baseline_correct", engine[0]},
@@ -237,6 +285,11 @@ absl::StatusOr<json> SweepBench(const Model& model) {
               // the PyTorch loop (bench/pytorch_loop.py) against the engine.
               {"correct", engine},
               {"masks_disagreeing", disagree}};
+  if (run_naive) {
+    result["naive_s"] = naive_s;
+    result["naive_rate"] = units / naive_s;
+    result["ratio"] = naive_s / *engine_s;
+  }
   result.update(extra);
   return result;
 }
@@ -311,6 +364,10 @@ absl::StatusOr<json> EncoderBench(const Model& model) {
 }
 
 int Main() {
+  if (absl::GetFlag(FLAGS_print_openblas_core)) {
+    std::cout << OpenBlasCoreName() << "\n";
+    return 0;
+  }
   ConfigureThreads(absl::GetFlag(FLAGS_threads),
                    absl::GetFlag(FLAGS_openblas_threads));
   if (const std::string out = absl::GetFlag(FLAGS_make_random_model);
@@ -321,6 +378,7 @@ int Main() {
   }
   ModelOptions options;
   options.dir = absl::GetFlag(FLAGS_model);
+  options.dtype = absl::GetFlag(FLAGS_dtype);
   // At most the model's own limit (the tiny test fixtures have 64).
   auto file_config = BertConfig::FromFile(options.dir + "/config.json");
   if (!file_config.ok()) {
@@ -339,11 +397,13 @@ int Main() {
       {"model", absl::GetFlag(FLAGS_name).empty() ? options.dir
                                                   : absl::GetFlag(FLAGS_name)},
       {"dir", options.dir},
+      {"dtype", (*model)->dtype()},
       {"layers", c.num_hidden_layers},
       {"heads", c.num_attention_heads},
       {"hidden", c.hidden_size},
       {"intermediate", c.intermediate_size},
       {"torch_threads", at::get_num_threads()},
+      {"openblas_core", OpenBlasCoreName()},
       {"openblas_threads", ConfigureThreads(0, 0).blas}};
   if (absl::GetFlag(FLAGS_sweep)) {
     auto sweep = SweepBench(**model);
@@ -367,6 +427,8 @@ int Main() {
 }  // namespace bertology::bench
 
 int main(int argc, char** argv) {
+  // Before anything else: it may exec this program again (blas_core.h).
+  bertology::ReexecWithFixedOpenBlasCore(argv);
   absl::ParseCommandLine(argc, argv);
   return bertology::bench::Main();
 }

@@ -11,7 +11,8 @@ independent BertTokenizer the tokenizer tests check against) runs once,
 before the clock starts, as a researcher's `tokenizer(...)` call would.
 
 Usage: pytorch_loop.py --model DIR --data TSV [--examples N] [--masks M]
-         [--batch 32] [--threads auto|N] [--json_out PATH]
+         [--batch 32] [--threads auto|N] [--dtype float32|bfloat16]
+         [--json_out PATH]
 Masks: the baseline plus M single-head masks at an even stride over all
 L*H heads (bench/core_bench.cc's choice, so the two runs score the same
 masks); --masks 0 takes every head.
@@ -160,11 +161,14 @@ class BertModel(nn.Module):
         self.pooler = BertPooler(c)
 
     def forward(self, input_ids, token_type_ids, attention_mask, head_mask):
-        # get_extended_attention_mask and get_head_mask, as HF does them.
-        ext = attention_mask[:, None, None, :].to(torch.float32)
-        ext = (1.0 - ext) * torch.finfo(torch.float32).min
+        # get_extended_attention_mask and get_head_mask, as HF does them
+        # (both in the model's dtype, self.dtype there).
+        dtype = self.embeddings.word_embeddings.weight.dtype
+        ext = attention_mask[:, None, None, :].to(dtype)
+        ext = (1.0 - ext) * torch.finfo(dtype).min
         if head_mask is not None:  # [L, H] -> [L, 1, H, 1, 1]
             head_mask = head_mask.unsqueeze(1).unsqueeze(-1).unsqueeze(-1)
+            head_mask = head_mask.to(dtype)
         h = self.embeddings(input_ids, token_type_ids)
         return self.pooler(self.encoder(h, ext, head_mask))
 
@@ -301,9 +305,13 @@ def main():
     p.add_argument("--masks", type=int, default=24)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--threads", default="auto")
+    p.add_argument("--dtype", choices=["float32", "bfloat16"],
+                   default="float32",
+                   help="bfloat16: the researcher's model.to(torch.bfloat16)")
     p.add_argument("--json_out", default="")
     a = p.parse_args()
     model, c = load_model(a.model)
+    model = model.to(getattr(torch, a.dtype))
     rows = []
     with open(a.data, encoding="utf-8") as f:
         for line in f:
@@ -338,6 +346,7 @@ def main():
               "probe_seconds": {str(k): v for k, v in probe.items()},
               "mean_tokens": tokens / max(1, len(examples)),
               "seconds": seconds, "rate": pairs / seconds,
+              "dtype": a.dtype,
               "correct": correct, "mask_ids": [m[0] for m in masks],
               "torch": torch.__version__}
     print("pytorch loop: %d examples x %d masks in %.1f s = %.0f "

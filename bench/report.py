@@ -1,7 +1,8 @@
 """Prints the bench table from scripts/bench.sh's JSON files and merges them.
 
 Usage: report.py OUT_DIR [--json_out=PATH]
-Reads OUT_DIR/core-NAME.json, OUT_DIR/pytorch-NAME.json and
+Reads OUT_DIR/core-NAME.json, OUT_DIR/pytorch-NAME.json, their BF16 runs
+OUT_DIR/core_bf16-NAME.json and OUT_DIR/pytorch_bf16-NAME.json, and
 OUT_DIR/grpc-NAME-bN[-wK].json (K: --batch_workers, each with one OpenBLAS
 thread).
 """
@@ -35,6 +36,10 @@ def load(out):
     for path in sorted(glob.glob(os.path.join(out, "pytorch-*.json"))):
         name = os.path.basename(path)[8:-5]
         result["models"].setdefault(name, {})["pytorch_loop"] = json.load(open(path))
+    for kind in ("core_bf16", "pytorch_bf16"):
+        for path in sorted(glob.glob(os.path.join(out, kind + "-*.json"))):
+            name = os.path.basename(path)[len(kind) + 1:-5]
+            result["models"].setdefault(name, {})[kind] = json.load(open(path))
     for path in sorted(glob.glob(os.path.join(out, "grpc-*.json"))):
         m = re.match(r"grpc-(.*?)-b(\d+)(?:-w(\d+))?\.json$", os.path.basename(path))
         entry = result["models"].setdefault(m.group(1), {})
@@ -100,8 +105,34 @@ def table(result):
                              f"{s['engine_wide_rate']:.0f} (mask x ex)/s = {s['engine_wide_rate'] / s['naive_rate']:.2f}x (a)"))
             rows.append((name, "  bounds: layer work a/b (prefix reuse, [CLS]-only last layer); padding a, b",
                          f"{s['prefix_reuse_bound']:.2f}x; {s['naive_padding']:.2f}, {s['engine_padding']:.2f} padded/real tokens"))
+            if "engine_unpacked_rate" in s:
+                rows.append((name, "  levers, each off in turn (same workers): token packing; head-output reuse",
+                             f"packing {s['engine_rate'] / s['engine_unpacked_rate']:.2f}x "
+                             f"({s['engine_unpacked_rate']:.0f} without); reuse "
+                             f"{s['engine_rate'] / s['engine_no_head_reuse_rate']:.2f}x "
+                             f"({s['engine_no_head_reuse_rate']:.0f} without)"))
+            e = core.get("encoder")
+            if "engine_gflops" in s and e and p:
+                loop_gflops = p["rate"] * s["loop_gflop_per_pair"]
+                fewer = s["loop_gflop_per_pair"] * s["examples"] * (s["masks"] + 1) / s["engine_gflop"]
+                need = 4 / fewer * loop_gflops
+                rows.append((name, "  arithmetic: FLOPs loop/engine; GFLOP/s of engine, loop, sgemm; 4x needs",
+                             f"{fewer:.2f}x fewer; {s['engine_gflops']:.0f}, {loop_gflops:.0f}, "
+                             f"{e['sgemm_gflops']:.0f}; engine at {need:.0f} GFLOP/s = "
+                             f"{100 * need / e['sgemm_gflops']:.0f}% of sgemm"))
             ok = "agree" if s["masks_disagreeing"] == 0 else f"{s['masks_disagreeing']} masks DISAGREE"
             rows.append((name, "sweep ratio b/a (target >= 3)", f"{s['ratio']:.2f}x ({ok})"))
+        bf = entry.get("core_bf16", {}).get("sweep")
+        if bf and s and p:
+            pb = entry.get("pytorch_bf16")
+            rows.append((name, "BF16 (opt-in --dtype=BF16) sweep engine / PyTorch loop float32; / loop in bfloat16",
+                         f"{bf['engine_rate'] / p['rate']:.2f}x ({bf['engine_rate']:.0f} (mask x ex)/s)"
+                         + (f"; {bf['engine_rate'] / pb['rate']:.2f}x (loop {pb['rate']:.0f})" if pb else "")))
+            diffs = [abs(a - b) for a, b in zip(bf["correct"], s["correct"])]
+            n = s["examples"]
+            rows.append((name, "  BF16's effect: masks whose correct count moves; largest move; baseline accuracy F32, BF16",
+                         f"{sum(d > 0 for d in diffs)} of {len(diffs)}; {max(diffs)} of {n} examples; "
+                         f"{s['correct'][0] / n:.3f}, {bf['correct'][0] / n:.3f}"))
         e = core.get("encoder")
         if e:
             rows.append((name, f"encoder {e['batch']}x{e['tokens']} tok ({shape})",
@@ -126,6 +157,12 @@ def table(result):
                 if enc in a and "bytes" in a[enc]:
                     rows.append((name, f"GetAttention {a[enc]['maps']} maps, {a['tokens']} tok, {enc.upper()}",
                                  f"{a[enc]['bytes'] / 1e6:.2f} MB, p50 {a[enc]['p50_ms']:.1f} ms"))
+    cores = sorted({e["core"].get("openblas_core", "?") for e in result["models"].values() if "core" in e})
+    if cores:
+        rows.append(("(cpu)", "OpenBLAS kernels in use (every process of the run; blas_core.h)",
+                     ", ".join(c or "(not OpenBLAS)" for c in cores)
+                     + (f"; OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}"
+                        if os.environ.get("OPENBLAS_CORETYPE") else "")))
     b = result.get("bf16")
     if b:
         rows.append(("(cpu)", "BF16 Linear [512,768]x[768,768] vs float32 (bench/bf16_check.py)",

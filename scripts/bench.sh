@@ -34,6 +34,18 @@ if [[ ! -f $MODEL/config.json ]]; then
   echo "bench: no model at $MODEL (set BENCH_MODEL=DIR)" >&2
   exit 1
 fi
+# Debian 12's OpenBLAS falls back to its SSE3 kernels on CPUs it does not
+# know (OpenBLAS #4267; server/core/model/blas_core.h). The C++ binaries
+# fix that for themselves; the same fix goes to the Python anchors here, so
+# that engine and loop run the same kernels (the core in use is in the
+# JSON, openblas_core).
+if [[ -z ${OPENBLAS_CORETYPE:-} ]]; then
+  core_type=$("$BIN/bertology-bench-core" --print_openblas_core 2>/dev/null || true)
+  if [[ -n $core_type ]]; then
+    export OPENBLAS_CORETYPE=$core_type
+    echo "bench: OPENBLAS_CORETYPE=$core_type for every process of this run" >&2
+  fi
+fi
 mkdir -p "$OUT"
 [[ -z ${BENCH_SKIP_CORE:-} ]] && rm -f "$OUT"/core-*.json
 rm -f "$OUT"/grpc-*.json "$OUT"/bf16.json
@@ -71,6 +83,25 @@ if [[ -z ${BENCH_SKIP_CORE:-} ]]; then
   # loop's cost per mask does not depend on which head it masks.
   pytorch_loop default "$MODEL" "$TINY_EXAMPLES" "$BASE_MASKS"
   pytorch_loop bert-base "$BASE_DIR" "$BASE_EXAMPLES" "$BASE_MASKS"
+  # The opt-in BF16 path (--dtype=BF16), engine alone, on the same examples
+  # and masks, beside the loop in bfloat16 (model.to(torch.bfloat16)), the
+  # researcher's own BF16 anchor; report.py compares its correct counts
+  # with float32's.
+  rm -f "$OUT"/core_bf16-*.json "$OUT"/pytorch_bf16-*.json
+  for spec in "default $MODEL $TINY_EXAMPLES $TINY_MASKS" \
+      "bert-base $BASE_DIR $BASE_EXAMPLES $BASE_MASKS"; do
+    read -r name dir examples masks <<<"$spec"
+    echo "bench: sweep, BF16, $name" >&2
+    "$BIN/bertology-bench-core" --model="$dir" --name="$name" --data="$DATA" \
+      --examples="$examples" --masks="$masks" --threads="$THREADS" \
+      --openblas_threads="$BLAS_THREADS" --dtype=BF16 --naive=false \
+      --lever_shares=false --worker_share=false --eff_reps=2 \
+      --json_out="$OUT/core_bf16-$name.json" >/dev/null
+    echo "bench: plain PyTorch loop, bfloat16, $name" >&2
+    "$PY" bench/pytorch_loop.py --model="$dir" --data="$DATA" \
+      --examples="$examples" --masks="$BASE_MASKS" --dtype=bfloat16 \
+      --json_out="$OUT/pytorch_bf16-$name.json"
+  done
 fi
 
 free_port() {

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/core/model/blas_core.h"
 #include "server/service/server.h"
 
 ABSL_FLAG(std::vector<std::string>, model, {},
@@ -147,6 +148,8 @@ std::vector<char*> MergeModelFlags(int argc, char** argv, std::string* merged) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else: it may exec this program again (blas_core.h).
+  bertology::ReexecWithFixedOpenBlasCore(argv);
   // absl's --help lists only flags of files named like the program; ours
   // live in server/main.cc, so say so (--helpfull still lists every flag).
   absl::FlagsUsageConfig usage_config;

@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "server/core/model/blas_core.h"
 #include "server/train/trainer.h"
 
 ABSL_FLAG(std::string, objective, "classify",
@@ -50,6 +51,8 @@ ABSL_FLAG(double, aux_weight, 1.0, "Weight of that auxiliary loss.");
 ABSL_FLAG(int, threads, 2, "libtorch intra-op threads.");
 
 int main(int argc, char** argv) {
+  // Before anything else: it may exec this program again (blas_core.h).
+  bertology::ReexecWithFixedOpenBlasCore(argv);
   absl::SetProgramUsageMessage(
       "Trains a BERT classifier on labelled pairs, or pretrains a masked LM.\n"
       "  bertology-train --train train.tsv --dev dev.tsv --out DIR\n"
