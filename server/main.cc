@@ -77,6 +77,12 @@ ABSL_FLAG(int, max_seq_len, 0,
           "Tokens per input, special tokens included; longer inputs are "
           "truncated longest-first. 0: the model's max_position_embeddings.");
 ABSL_FLAG(std::string, device, "cpu", "cpu or cuda[:N].");
+ABSL_FLAG(std::string, dtype, "auto",
+          "Compute dtype: auto (F32 on CPU, the checkpoint's on CUDA), F32, "
+          "BF16 or F16 (CUDA only). BF16 on CPU is opt-in: about 2x a F32 "
+          "sweep of BERT-base where the CPU has AVX-512 BF16/AMX, far slower "
+          "where it has not, and it moves some results "
+          "(bench/RESULTS.md).");
 ABSL_FLAG(int, grace_period_s, 30,
           "On SIGTERM, how long in-flight calls may take to finish.");
 ABSL_FLAG(int, max_connection_age_s, 0,
@@ -184,6 +190,7 @@ int main(int argc, char** argv) {
   options.threads = absl::GetFlag(FLAGS_threads);
   options.blas_threads = absl::GetFlag(FLAGS_blas_threads);
   options.device = absl::GetFlag(FLAGS_device);
+  options.dtype = absl::GetFlag(FLAGS_dtype);
   options.max_seq_len = absl::GetFlag(FLAGS_max_seq_len);
   options.max_queue_delay =
       absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));

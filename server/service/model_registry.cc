@@ -79,6 +79,7 @@ absl::Status ModelRegistry::Load(const ModelLoadOptions& options) {
   ModelOptions model_options;
   model_options.dir = options.dir;
   model_options.device = options.device;
+  model_options.dtype = options.dtype;
   model_options.max_seq_len = options.max_seq_len;
   absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(model_options);
   if (!model.ok()) {

@@ -46,7 +46,8 @@ struct ModelLoadOptions {
   std::string name;
   std::string dir;
   std::string device = "cpu";
-  int max_seq_len = 0;  // 0: the model's own maximum
+  std::string dtype = "auto";  // ModelOptions::dtype
+  int max_seq_len = 0;         // 0: the model's own maximum
   // Batcher knobs (see server/service/batcher.h).
   int max_batch_size = 32;
   absl::Duration max_queue_delay = absl::Microseconds(2000);

@@ -171,6 +171,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     load.name = spec.name;
     load.dir = spec.dir;
     load.device = o.device;
+    load.dtype = o.dtype;
     load.max_seq_len = o.max_seq_len;
     load.max_batch_size = o.limits.max_batch_size;
     load.max_queue_delay = o.max_queue_delay;

@@ -35,6 +35,10 @@ struct ServerOptions {
   int threads = 0;       // compute intra/inter-op threads; 0 keeps defaults
   int blas_threads = 0;  // OpenBLAS pthreads when loaded; 0 keeps default
   std::string device = "cpu";
+  // Compute dtype of every model (ModelOptions::dtype): auto (F32 on CPU,
+  // the file's on CUDA), F32, BF16 (opt-in on CPU: fast where oneDNN has
+  // AVX-512 BF16/AMX, bench/RESULTS.md), F16 (CUDA only).
+  std::string dtype = "auto";
   int max_seq_len = 0;  // 0: each model's own maximum
   absl::Duration max_queue_delay = absl::Microseconds(2000);
   int max_queued_rows = 4096;

@@ -2,7 +2,9 @@
 // loading and after, and the SIGTERM drain.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <thread>
@@ -27,9 +29,9 @@ TEST(LifecycleTest, HelpListsEveryFlag) {
   for (const char* flag :
        {"--model", "--listen", "--metrics_listen", "--threads",
         "--max_batch_size", "--max_queue_delay_us", "--max_seq_len", "--device",
-        "--grace_period_s", "--max_connection_age_s", "--tls_cert", "--tls_key",
-        "--max_inputs_per_call", "--max_masks_per_sweep", "--max_text_bytes",
-        "--max_message_bytes", "--sweep_cache_mb"}) {
+        "--dtype", "--grace_period_s", "--max_connection_age_s", "--tls_cert",
+        "--tls_key", "--max_inputs_per_call", "--max_masks_per_sweep",
+        "--max_text_bytes", "--max_message_bytes", "--sweep_cache_mb"}) {
     EXPECT_NE(r.output.find(absl::StrCat(flag, " ")), std::string::npos)
         << flag << "\n"
         << r.output;
@@ -59,6 +61,55 @@ TEST(LifecycleTest, CudaWithoutCudaIsAClearError) {
     GTEST_SKIP() << "this machine has CUDA";
   }
   EXPECT_NE(r.output.find("CUDA"), std::string::npos) << r.output;
+}
+
+TEST(LifecycleTest, UnknownDtypeExitsNaming) {
+  testing::RunResult r = RunServerToExit({"--listen=127.0.0.1:0",
+                                          "--metrics_listen=", "--dtype=F64",
+                                          "--model=tiny=" + GoldenModelDir()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--dtype=F64"), std::string::npos) << r.output;
+}
+
+// --dtype=BF16 (the opt-in CPU path): the server says so and its logits
+// are F32's to BF16's resolution, but not F32's to the bit.
+TEST(LifecycleTest, Bf16ServesCloseToF32) {
+  std::vector<std::vector<float>> logits;
+  for (const std::string dtype : {"F32", "BF16"}) {
+    auto server =
+        ServerProcess::Start({"--model=tiny=" + GoldenModelDir(),
+                              "--dtype=" + dtype, "--warmup_passes=1"});
+    ASSERT_TRUE(server.ok()) << server.status();
+    ASSERT_TRUE((*server)->WaitServing().ok());
+    auto stub = (*server)->NewStub();
+    {
+      grpc::ClientContext context;
+      v1::GetModelInfoResponse info;
+      ASSERT_TRUE(stub->GetModelInfo(&context, {}, &info).ok());
+      EXPECT_EQ(info.models(0).dtype(), dtype);
+    }
+    v1::ClassifyRequest request;
+    for (const char* text : {"the cat sat on the mat", "a dog", "hello"}) {
+      request.add_inputs()->set_text_a(text);
+    }
+    v1::ClassifyResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->Classify(&context, request, &response).ok());
+    logits.emplace_back();
+    for (const auto& p : response.predictions()) {
+      logits.back().insert(logits.back().end(), p.logits().begin(),
+                           p.logits().end());
+    }
+  }
+  ASSERT_EQ(logits[0].size(), logits[1].size());
+  float max_abs = 0, max_diff = 0;
+  for (size_t i = 0; i < logits[0].size(); ++i) {
+    max_abs = std::max(max_abs, std::abs(logits[0][i]));
+    max_diff = std::max(max_diff, std::abs(logits[0][i] - logits[1][i]));
+  }
+  EXPECT_GT(max_diff, 0.0f) << "BF16 gave F32's logits to the bit";
+  // 8 significant bits through 2 layers: a few percent of the largest logit.
+  EXPECT_LT(max_diff, 0.1f * std::max(1.0f, max_abs));
 }
 
 TEST(LifecycleTest, NotServingUntilLoadedAndWarm) {
