@@ -128,6 +128,11 @@ def table(result):
             rows.append((name, "BF16 (opt-in --dtype=BF16) sweep engine / PyTorch loop float32; / loop in bfloat16",
                          f"{bf['engine_rate'] / p['rate']:.2f}x ({bf['engine_rate']:.0f} (mask x ex)/s)"
                          + (f"; {bf['engine_rate'] / pb['rate']:.2f}x (loop {pb['rate']:.0f})" if pb else "")))
+            if pb:
+                differ, shared = loop_agreement(bf, pb, core.get("heads", 1))
+                if differ is not None:
+                    rows.append((name, "  BF16 engine and bfloat16 loop: correct counts agree on shared masks",
+                                 f"{shared - differ} of {shared}"))
             diffs = [abs(a - b) for a, b in zip(bf["correct"], s["correct"])]
             n = s["examples"]
             rows.append((name, "  BF16's effect: masks whose correct count moves; largest move; baseline accuracy F32, BF16",
