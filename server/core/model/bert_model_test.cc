@@ -234,12 +234,6 @@ TEST(BertModelTest, ActivationChangesOutput) {
   EXPECT_FALSE(torch::equal(erf, run("gelu_new")));
 }
 
-}  // namespace
-}  // namespace bertology
-
-namespace bertology {
-namespace {
-
 // Packing (ForwardOptions::pack_tokens) and a start from cached head outputs
 // (LayerStart::head_outputs) are optimisations, never a different answer.
 BertConfig WideConfig() {  // d = 64: TwoRows' padding (0.2) is worth packing
