@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -71,10 +72,13 @@ TEST(LifecycleTest, UnknownDtypeExitsNaming) {
   EXPECT_NE(r.output.find("--dtype=F64"), std::string::npos) << r.output;
 }
 
-// --dtype=BF16 (the opt-in CPU path): the server says so and its logits
-// are F32's to BF16's resolution, but not F32's to the bit.
+// --dtype=BF16 (the opt-in CPU path): the server says so, its logits are
+// F32's to BF16's resolution but not F32's to the bit, and a sweep (packed,
+// from cached head outputs, on parallel workers) scores every mask with
+// mean losses close to F32's.
 TEST(LifecycleTest, Bf16ServesCloseToF32) {
   std::vector<std::vector<float>> logits;
+  std::vector<std::vector<double>> losses;  // baseline first, per mask
   for (const std::string dtype : {"F32", "BF16"}) {
     auto server =
         ServerProcess::Start({"--model=tiny=" + GoldenModelDir(),
@@ -100,7 +104,40 @@ TEST(LifecycleTest, Bf16ServesCloseToF32) {
       logits.back().insert(logits.back().end(), p.logits().begin(),
                            p.logits().end());
     }
+    v1::SweepAblationRequest sweep;
+    for (int i = 0; i < 12; ++i) {
+      auto* e = sweep.add_examples();
+      e->mutable_input()->set_text_a(
+          absl::StrCat("the cat sat on the mat ", i, i % 3 ? " again" : ""));
+      e->set_label(i % 3);
+    }
+    sweep.add_masks()->mutable_all_single_heads();
+    grpc::ClientContext sweep_context;
+    auto reader = stub->SweepAblation(&sweep_context, sweep);
+    v1::SweepAblationResponse event;
+    losses.emplace_back();
+    while (reader->Read(&event)) {
+      const v1::MaskResult* r = event.has_baseline() ? &event.baseline()
+                                : event.has_result() ? &event.result()
+                                                     : nullptr;
+      if (r != nullptr) losses.back().push_back(r->loss_sum() / r->examples());
+    }
+    ASSERT_TRUE(reader->Finish().ok()) << dtype;
   }
+  ASSERT_EQ(losses[0].size(), losses[1].size());
+  ASSERT_GT(losses[0].size(), 1u);
+  double max_loss_diff = 0, max_effect = 0;
+  for (size_t m = 0; m < losses[0].size(); ++m) {
+    max_loss_diff =
+        std::max(max_loss_diff, std::abs(losses[0][m] - losses[1][m]));
+    max_effect = std::max(max_effect, std::abs(losses[0][m] - losses[0][0]));
+  }
+  std::cout << "BF16 sweep: largest |mean loss - F32's| " << max_loss_diff
+            << ", largest F32 mask effect " << max_effect << "\n";
+  // BF16 is off by less than a tenth of what masking a head does, so a BF16
+  // sweep that ignored its masks, or scored garbage, would fail here.
+  EXPECT_GT(max_effect, 0.0);
+  EXPECT_LT(max_loss_diff, 0.1 * max_effect);
   ASSERT_EQ(logits[0].size(), logits[1].size());
   float max_abs = 0, max_diff = 0;
   for (size_t i = 0; i < logits[0].size(); ++i) {
