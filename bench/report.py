@@ -81,6 +81,7 @@ def table(result):
         core = entry.get("core", {})
         shape = f"{core.get('layers')}x{core.get('heads')} d={core.get('hidden')}"
         s = core.get("sweep")
+        e = core.get("encoder")
         p = entry.get("pytorch_loop")
         if s and p:
             differ, shared = loop_agreement(s, p, core.get("heads", 1))
@@ -111,7 +112,6 @@ def table(result):
                              f"({s['engine_unpacked_rate']:.0f} without); reuse "
                              f"{s['engine_rate'] / s['engine_no_head_reuse_rate']:.2f}x "
                              f"({s['engine_no_head_reuse_rate']:.0f} without)"))
-            e = core.get("encoder")
             if "engine_gflops" in s and e and p:
                 loop_gflops = p["rate"] * s["loop_gflop_per_pair"]
                 fewer = s["loop_gflop_per_pair"] * s["examples"] * (s["masks"] + 1) / s["engine_gflop"]
@@ -138,7 +138,6 @@ def table(result):
             rows.append((name, "  BF16's effect: masks whose correct count moves; largest move; baseline accuracy F32, BF16",
                          f"{sum(d > 0 for d in diffs)} of {len(diffs)}; {max(diffs)} of {n} examples; "
                          f"{s['correct'][0] / n:.3f}, {bf['correct'][0] / n:.3f}"))
-        e = core.get("encoder")
         if e:
             rows.append((name, f"encoder {e['batch']}x{e['tokens']} tok ({shape})",
                          f"{e['gflops']:.1f} GFLOP/s = {100 * e['fraction']:.0f}% of sgemm {e['sgemm_gflops']:.1f} (target >= 50%)"))

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "server/core/model/blas_core.h"
 #include "tests/integration/server_process.h"
 
 namespace bertology {
@@ -62,6 +64,28 @@ TEST(LifecycleTest, CudaWithoutCudaIsAClearError) {
     GTEST_SKIP() << "this machine has CUDA";
   }
   EXPECT_NE(r.output.find("CUDA"), std::string::npos) << r.output;
+}
+
+// The real binary's start: where this machine's OpenBLAS fell back to its
+// SSE3 kernels the server execs itself once with the fixed core (one line
+// saying so, no loop); elsewhere it says nothing of it (blas_core.h).
+TEST(LifecycleTest, ServerFixesOpenBlasKernelsOnce) {
+  const bool forced = std::getenv("OPENBLAS_CORETYPE") != nullptr ||
+                      std::getenv("BERTOLOGY_NO_BLAS_FIX") != nullptr;
+  const std::string fix =
+      forced ? "" : OpenBlasCoreFix(OpenBlasCoreName(), DetectCpuVector());
+  // absl's --helpfull exits 1 after printing; what matters is the start.
+  testing::RunResult r = RunServerToExit({"--helpfull"});
+  EXPECT_NE(r.output.find("--model"), std::string::npos) << r.output;
+  const std::string said = "running again with OPENBLAS_CORETYPE=";
+  const size_t at = r.output.find(said);
+  if (fix.empty()) {
+    EXPECT_EQ(at, std::string::npos) << r.output;
+    return;
+  }
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.substr(at + said.size(), fix.size()), fix);
+  EXPECT_EQ(r.output.find(said, at + 1), std::string::npos) << r.output;
 }
 
 TEST(LifecycleTest, UnknownDtypeExitsNaming) {
