@@ -20,11 +20,14 @@ TEST(SimulatedClockTest, AwaitReturnsAtSimulatedDeadline) {
   SimulatedClock clock;
   absl::Mutex mu;
   bool flag = false;
+  // The deadline is fixed before the advancer can run: read after it, it
+  // would be an hour past the only advance, and the wait would never end.
+  const absl::Time deadline = clock.Now() + absl::Hours(1);
   std::thread advancer([&clock] { clock.AdvanceTime(absl::Hours(1)); });
   mu.Lock();
   // Would block for an hour of real time on a real clock.
-  const bool result = clock.AwaitWithDeadline(&mu, absl::Condition(&flag),
-                                              clock.Now() + absl::Hours(1));
+  const bool result =
+      clock.AwaitWithDeadline(&mu, absl::Condition(&flag), deadline);
   mu.Unlock();
   advancer.join();
   EXPECT_FALSE(result);

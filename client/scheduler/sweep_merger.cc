@@ -87,8 +87,8 @@ absl::Status SweepMerger::Add(const ShardResult& r) {
   // Every shard of a chunk scores the same baseline; one that does not came
   // from a replica that scores differently, and its deltas would be against
   // another model.
-  const auto [first, inserted] =
-      baseline_.emplace(chunk, Baseline{r.baseline, key, r.replica});
+  const auto [first, inserted] = baseline_.emplace(
+      chunk, Baseline{r.baseline, s.mask_begin, key, r.replica});
   if (!inserted && !SameBaseline(first->second.counts, r.baseline)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "shard ", key, " (from ", r.replica.empty() ? "?" : r.replica,
@@ -99,6 +99,9 @@ absl::Status SweepMerger::Add(const ShardResult& r) {
         " for the same examples: the replicas score differently (another "
         "dtype, other weights or server version?); run the sweep on "
         "replicas of one identity"));
+  }
+  if (!inserted && s.mask_begin < first->second.mask_begin) {
+    first->second = Baseline{r.baseline, s.mask_begin, key, r.replica};
   }
   auto& slots = counts_[chunk];
   if (slots.empty()) slots.resize(masks_.size());

@@ -3,7 +3,11 @@
 // merge does not depend on which shard finished first, and accuracy and the
 // deltas are recomputed from the merged counts and the merged baseline with
 // the server's formulas. Every shard of an example chunk scores the same
-// baseline; shards whose baselines disagree (replicas that score
+// baseline, to float rounding (a server's baseline pass captures what its
+// shard's masks resume from, which can change its last bits); the merge
+// keeps the one from the chunk's shard with the lowest mask index, so it
+// does not depend on which shard finished first either. Shards whose
+// baselines disagree by more (replicas that score
 // differently: another dtype, other weights) are refused, since merging
 // them would mix two models' numbers.
 #ifndef BERTOLOGY_CLIENT_SCHEDULER_SWEEP_MERGER_H_
@@ -71,7 +75,8 @@ class SweepMerger {
   // Per chunk: the baseline, and per planned mask its counts there.
   struct Baseline {
     MaskCounts counts;
-    std::string shard;    // the first shard that gave it
+    int mask_begin = 0;   // of the shard that gave it: the chunk's lowest
+    std::string shard;    // that shard's key
     std::string replica;  // and who served that shard
   };
   std::map<Chunk, Baseline> baseline_;

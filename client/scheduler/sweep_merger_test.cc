@@ -161,6 +161,28 @@ TEST(SweepMergerTest, RefusesBaselinesThatDisagree) {
   EXPECT_TRUE(noise.Finish().ok());
 }
 
+// Shards of one chunk whose baselines differ in their last bits (a server's
+// baseline pass captures what the shard's masks resume from) merge to the
+// same numbers whichever finished first: the lowest mask index's is kept.
+TEST(SweepMergerTest, KeepsTheLowestShardsBaselineInAnyOrder) {
+  const ShardResult low = Shard2(0, 1, 2, 0.6931, "a");
+  const ShardResult high = Shard2(1, 2, 2, 0.6931 * (1 + 1e-7), "b");
+  SweepMerger in_order(Masks(2), 2);
+  ASSERT_TRUE(in_order.Add(low).ok());
+  ASSERT_TRUE(in_order.Add(high).ok());
+  SweepMerger reversed(Masks(2), 2);
+  ASSERT_TRUE(reversed.Add(high).ok());
+  ASSERT_TRUE(reversed.Add(low).ok());
+  auto a = in_order.Finish();
+  auto b = reversed.Finish();
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(a->baseline.counts.loss_sum, 0.6931);
+  EXPECT_EQ(b->baseline.counts.loss_sum, 0.6931);
+  ASSERT_EQ(b->masks.size(), 2u);
+  EXPECT_EQ(a->masks[1].mean_loss_delta, b->masks[1].mean_loss_delta);
+}
+
 TEST(SweepMergerTest, NoRelativeChangeAtAZeroBaseline) {
   SweepMerger merger(Masks(1), 2);
   ASSERT_TRUE(merger.Add(Shard2(0, 1, 0, 1.0, "a")).ok());
