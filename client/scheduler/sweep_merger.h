@@ -3,8 +3,9 @@
 // merge does not depend on which shard finished first, and accuracy and the
 // deltas are recomputed from the merged counts and the merged baseline with
 // the server's formulas. Every shard of an example chunk scores the same
-// baseline, to float rounding (a server's baseline pass captures what its
-// shard's masks resume from, which can change its last bits); the merge
+// baseline, to float rounding (replicas on other CPUs or libraries round
+// differently; servers before 2026-12-06 also moved its last bits with the
+// shard's masks); the merge
 // keeps the one from the chunk's shard with the lowest mask index, so it
 // does not depend on which shard finished first either. Shards whose
 // baselines disagree by more (replicas that score

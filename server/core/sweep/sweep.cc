@@ -148,11 +148,21 @@ class SweepRun {
         groups_[start].push_back(m);
       }
     }
+    // A sequence classifier's last layer runs for [CLS] alone
+    // (ForwardOptions::cls_only_last_layer) unless its head outputs are
+    // captured; capturing them there would make the baseline's logits round
+    // differently with and without masks that start at that layer, and so
+    // a shard's baseline depend on its masks. Those masks recompute the
+    // layer's keys and values instead: 2 d^2 T per row, under 1% of a
+    // single-head sweep's work.
+    const int cls_only_layer =
+        model_.head_kind() == HeadKind::kSequenceClassification ? layers - 1
+                                                                : -1;
     for (const auto& [start, group] : groups_) {
-      const bool reuse = options_.reuse_head_outputs &&
-                         std::any_of(group.begin(), group.end(), [this](int m) {
-                           return CanReuseHeadOutputs(m);
-                         });
+      const bool reuse =
+          options_.reuse_head_outputs && start != cls_only_layer &&
+          std::any_of(group.begin(), group.end(),
+                      [this](int m) { return CanReuseHeadOutputs(m); });
       if (reuse) {
         head_slot_[start] = static_cast<int>(head_layers_.size());
         head_layers_.push_back(start);

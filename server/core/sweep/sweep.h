@@ -59,7 +59,10 @@ struct SweepOptions {
   // A mask's first masked layer starts from the baseline's head outputs
   // there (cached beside its input hidden state), skipping that layer's
   // queries, keys, values and attention (ModelInput::start_head_outputs);
-  // not for masks in mode uniform.
+  // not for masks in mode uniform, nor at a sequence classifier's last layer
+  // (capturing head outputs there would run the baseline's last layer in
+  // full, not for [CLS] alone, and move its bits with the masks it runs
+  // beside).
   bool reuse_head_outputs = true;
   // Both are true by default and exist to measure each one's share
   // (bench/core_bench.cc); results agree with them off to float rounding.

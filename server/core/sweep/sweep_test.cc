@@ -327,6 +327,31 @@ TEST_F(SweepTest, ParallelWorkersGiveTheSerialRunsResults) {
   }
 }
 
+// A sweep's baseline is the same bits whatever masks run beside it (masks
+// starting at the last layer used to make the baseline pass run that layer
+// in full, not for [CLS] alone): shards of one sweep agree on it exactly.
+TEST_F(SweepTest, BaselineDoesNotDependOnTheMasks) {
+  const std::vector<SweepExample> examples = Examples(23, 11);
+  SingleThreadedBlasScope one_blas_thread;
+  std::thread([&] {
+    UseOneIntraOpThreadOnThisThread();
+    SweepOptions options;
+    options.max_batch_rows = 5;
+    const Recorded alone = RunSweep(options, examples, {});
+    ASSERT_TRUE(alone.status.ok()) << alone.status;
+    const std::vector<SweepMask> all = Masks();
+    for (const SweepMask& m : all) {
+      const Recorded got = RunSweep(options, examples, {m});
+      ASSERT_TRUE(got.status.ok()) << got.status;
+      EXPECT_EQ(got.baseline.correct, alone.baseline.correct) << m.id;
+      EXPECT_EQ(got.baseline.loss_sum, alone.baseline.loss_sum) << m.id;
+    }
+    const Recorded together = RunSweep(options, examples, all);
+    ASSERT_TRUE(together.status.ok()) << together.status;
+    EXPECT_EQ(together.baseline.loss_sum, alone.baseline.loss_sum);
+  }).join();
+}
+
 TEST_F(SweepTest, ParallelWorkersStopWhenCancelled) {
   const std::vector<SweepExample> examples = Examples(12, 8);
   SweepOptions options;
