@@ -86,9 +86,10 @@ absl::Status SweepMerger::Add(const ShardResult& r) {
   const Chunk chunk{s.example_begin, s.example_end};
   // Every shard of a chunk scores the same baseline; one that does not came
   // from a replica that scores differently, and its deltas would be against
-  // another model.
-  const auto [first, inserted] = baseline_.emplace(
-      chunk, Baseline{r.baseline, s.mask_begin, key, r.replica});
+  // another model. Of those that agree to rounding, the chunk keeps the
+  // lowest mask index's, whatever order they came in.
+  const Baseline given{r.baseline, s.mask_begin, key, r.replica};
+  const auto [first, inserted] = baseline_.emplace(chunk, given);
   if (!inserted && !SameBaseline(first->second.counts, r.baseline)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "shard ", key, " (from ", r.replica.empty() ? "?" : r.replica,
@@ -100,9 +101,7 @@ absl::Status SweepMerger::Add(const ShardResult& r) {
         "dtype, other weights or server version?); run the sweep on "
         "replicas of one identity"));
   }
-  if (!inserted && s.mask_begin < first->second.mask_begin) {
-    first->second = Baseline{r.baseline, s.mask_begin, key, r.replica};
-  }
+  if (s.mask_begin < first->second.mask_begin) first->second = given;
   auto& slots = counts_[chunk];
   if (slots.empty()) slots.resize(masks_.size());
   for (const MaskCounts& c : r.masks) slots[c.mask_index] = c;

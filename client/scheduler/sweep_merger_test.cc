@@ -161,9 +161,9 @@ TEST(SweepMergerTest, RefusesBaselinesThatDisagree) {
   EXPECT_TRUE(noise.Finish().ok());
 }
 
-// Shards of one chunk whose baselines differ in their last bits (a server's
-// baseline pass captures what the shard's masks resume from) merge to the
-// same numbers whichever finished first: the lowest mask index's is kept.
+// Shards of one chunk whose baselines differ in their last bits (replicas
+// that round differently) merge to the same numbers whichever finished
+// first: the lowest mask index's is kept.
 TEST(SweepMergerTest, KeepsTheLowestShardsBaselineInAnyOrder) {
   const ShardResult low = Shard2(0, 1, 2, 0.6931, "a");
   const ShardResult high = Shard2(1, 2, 2, 0.6931 * (1 + 1e-7), "b");

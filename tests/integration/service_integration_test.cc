@@ -403,6 +403,34 @@ TEST_F(ServiceTest, SweepAblation) {
   EXPECT_NEAR(two.accuracy_delta(), two.accuracy() - baseline.accuracy(), 1e-9);
 }
 
+// The scheduler merges the shards of one example chunk against one
+// baseline: the server scores the same baseline, to the bit, for a shard
+// of first-layer heads and for one of last-layer heads (whose baseline pass
+// once ran the last layer in full instead of for [CLS] alone).
+TEST_F(ServiceTest, SweepBaselineDoesNotDependOnTheMasks) {
+  auto baseline_beside = [&](int layer) {
+    v1::SweepAblationRequest request;
+    AddLabeledTexts(&request);
+    for (int h = 0; h < kHeads; ++h) {
+      *request.add_masks()->mutable_explicit_mask()->mutable_mask() =
+          Ablate({{layer, h}});
+    }
+    std::vector<v1::SweepAblationResponse> events;
+    const grpc::Status status = Sweep(request, &events);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    v1::MaskResult baseline;
+    for (const auto& e : events) {
+      if (e.has_baseline()) baseline = e.baseline();
+    }
+    return baseline;
+  };
+  const v1::MaskResult first = baseline_beside(0);
+  const v1::MaskResult last = baseline_beside(kLayers - 1);
+  EXPECT_EQ(first.examples(), 5);
+  EXPECT_EQ(last.correct(), first.correct());
+  EXPECT_EQ(last.loss_sum(), first.loss_sum());
+}
+
 // --sweep_workers: a server running each sweep on 3 workers (each on one
 // thread) and one on a single worker with one OpenBLAS thread compute the
 // same batches in the same order, so every figure agrees to the bit.
