@@ -7,6 +7,7 @@
 // throughput of the same sweep is printed.
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -49,9 +50,12 @@ class DnsFleetTest : public ::testing::Test {
     port_ = FreePort();
     for (int i = 0; i < 3; ++i) {
       const std::string ip = absl::StrCat("127.0.0.", i + 2);
+      // One sweep worker (the same bits as two, sweep.h): sweeps long
+      // enough for part 3's replicas to join part-way.
       auto r = ServerProcess::Start(
           {"--model=tiny=" + GoldenModelDir(), "--threads=1",
-           "--blas_threads=1", absl::StrCat("--listen=", ip, ":", port_)});
+           "--blas_threads=1", "--sweep_workers=1",
+           absl::StrCat("--listen=", ip, ":", port_)});
       ASSERT_TRUE(r.ok()) << r.status();
       ASSERT_TRUE((*r)->WaitServing().ok()) << (*r)->Log();
       ips_.push_back(ip);
@@ -156,12 +160,20 @@ TEST_F(DnsFleetTest, OneNameFansOutToEveryReplicaAndFollowsThem) {
       std::thread::hardware_concurrency());
 
   // 3. Replicas come during a sweep: it starts with one address; the other
-  // two appear in DNS part-way and must be used without a restart.
+  // two appear in DNS once that one has served a shard (of 15), and must be
+  // used without a restart. (A fixed sleep of a quarter of part 1's time
+  // raced a faster engine: the sweep ended before the next lookup.)
   SetHosts({ips_[2]});
   before = {SweepsServed(0), SweepsServed(1), SweepsServed(2)};
   CliResult grown;
-  std::thread sweep([&] { grown = Sweep("grown.csv", 0.2); });
-  absl::SleepFor(one_took / 4);
+  std::atomic<bool> grown_done{false};
+  std::thread sweep([&] {
+    grown = Sweep("grown.csv", 0.2);
+    grown_done = true;
+  });
+  while (!grown_done && SweepsServed(2) == before[2]) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
   SetHosts(ips_);
   sweep.join();
   ASSERT_EQ(grown.exit_code, 0) << Describe(grown);
