@@ -4,7 +4,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench model card format clean \
+.PHONY: all deps configure build test test-venv demo bench model card format clean \
 	check-libtorch-prefix soak test-asan test-asan-quick fuzz
 
 # The sanitizer build (clang, ASan + UBSan, libFuzzer targets): one folder
@@ -34,6 +34,13 @@ build: deps configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1
 	$(MAKE) test-asan-quick
+
+# The Python test environment: Debian's torch, numpy and grpcio plus HF's
+# transformers, tokenizers and captum from PyPI (tests/python/
+# requirements-hf.txt). CTest makes it before the Python tests; this makes
+# it by hand, e.g. for tests/python/*.py run one at a time.
+test-venv: deps
+	scripts/make-test-venv.sh $(abspath $(BUILD_DIR))/test-venv
 
 $(ASAN_BUILD_DIR)/CMakeCache.txt: | deps
 	cmake -S . -B $(ASAN_BUILD_DIR) $(ASAN_CMAKE_FLAGS)
@@ -72,7 +79,7 @@ soak: build
 demo: build
 	scripts/demo.sh $(BUILD_DIR)
 
-bench: build
+bench: build test-venv
 	scripts/bench.sh $(BUILD_DIR)
 
 # Re-creates the default model into out/querytitle-zh-tiny and its starting

@@ -4,7 +4,9 @@
 #   1. installs what it needs: kubectl (Debian's kubernetes-client when none
 #      is on PATH) and python3-yaml through scripts/install-deps.sh, and the
 #      pinned npm packages of deploy/schema/package-lock.json (npm ci into
-#      $BERTOLOGY_BUILD_DIR/deploy-npm, again only when the lock changes);
+#      $BERTOLOGY_BUILD_DIR/deploy-npm, again only when the lock changes:
+#      from the npm registry, or offline from the vendored npm cache where
+#      the registry does not answer);
 #   2. validate.py renders every kustomization (the cpu and gpu overlays,
 #      alone and with the sweep Job and its merge step, and the examples),
 #      checks every object against the Kubernetes schemas
@@ -50,15 +52,74 @@ else
   exit 1
 fi
 
+# The lock's packages come from the npm registry where it answers (a user's
+# machine), else from the vendored npm cache (the project's machines reach
+# PyPI and Debian's archive, not the npm registry): $BERTOLOGY_NPM_CACHE, by
+# default ../shared/vendor/npm-cache beside the checkout, holds exactly the
+# lock's packages. npm writes into its cache, so it gets a copy. Neither
+# working is a failure naming both: the check is never skipped.
+vendored_cache="${BERTOLOGY_NPM_CACHE:-$(dirname "$src")/shared/vendor/npm-cache}"
+# npm 10.8 can exit 0 without installing ("Exit handler never called!"
+# when the registry is unreachable), so success is judged by what is on
+# disk: every package of the lock at its locked version.
+lock_installed() {
+  (cd "$npm_dir" && node -e '
+    const fs = require("fs");
+    const lock = JSON.parse(fs.readFileSync("package-lock.json"));
+    for (const [path, p] of Object.entries(lock.packages)) {
+      if (!path || p.optional) continue;
+      const pj = path + "/package.json";
+      if (!fs.existsSync(pj) ||
+          JSON.parse(fs.readFileSync(pj)).version !== p.version) {
+        console.error("missing " + path + "@" + p.version); process.exit(1);
+      }
+    }')
+}
+install_schema_packages() {
+  echo "== npm ci (deploy/schema/package-lock.json) into $npm_dir"
+  local log="$npm_dir/npm-ci.log"
+  if (cd "$npm_dir" && npm ci --no-audit --no-fund --loglevel=error \
+        --fetch-retries=0 --fetch-timeout=20000) >"$log" 2>&1 &&
+     lock_installed 2>>"$log"; then
+    echo "installed from the npm registry ($(npm config get registry))"
+    return
+  fi
+  echo "the npm registry did not answer ($(grep -m1 "npm error" "$log"));" \
+    "installing offline from the vendored cache $vendored_cache"
+  local registry_log="$log.registry"
+  mv "$log" "$registry_log"
+  if [ -d "$vendored_cache/_cacache" ]; then
+    rm -rf "$npm_dir/.npm-cache"
+    cp -R "$vendored_cache" "$npm_dir/.npm-cache"
+    if (cd "$npm_dir" && npm ci --offline --no-audit --no-fund \
+          --loglevel=error --cache "$npm_dir/.npm-cache") >"$log" 2>&1 &&
+       lock_installed 2>>"$log"; then
+      echo "installed offline from $vendored_cache"
+      return
+    fi
+    echo "FAIL: cannot install deploy/schema/package-lock.json's packages:" \
+      "the npm registry ($(npm config get registry)) did not answer" \
+      "(see $registry_log) and the offline install from the vendored cache" \
+      "$vendored_cache failed:"
+    cat "$log"
+  else
+    echo "FAIL: cannot install deploy/schema/package-lock.json's packages:" \
+      "the npm registry ($(npm config get registry)) did not answer" \
+      "(see $registry_log) and there is no vendored npm cache at" \
+      "$vendored_cache (set BERTOLOGY_NPM_CACHE to one made with" \
+      "'npm ci --cache DIR' from that lock)"
+  fi
+  exit 1
+}
+
 lock="$here/schema/package-lock.json"
 stamp="$npm_dir/.lock.sha256"
 want="$(sha256sum "$lock" | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] ||
    [ ! -d "$npm_dir/node_modules/kubernetes-models" ]; then
-  echo "== npm ci (deploy/schema/package-lock.json) into $npm_dir"
   mkdir -p "$npm_dir"
   cp "$here/schema/package.json" "$lock" "$npm_dir/"
-  (cd "$npm_dir" && npm ci --no-audit --no-fund --loglevel=error)
+  install_schema_packages
   echo "$want" > "$stamp"
 fi
 

@@ -49,6 +49,9 @@ BUILD_PKGS=(
 # promtool, a real L7 load balancer and a headless browser.
 TEST_PKGS=(
   python3 python3-torch python3-numpy python3-grpcio python3-protobuf
+  # The test venv (scripts/make-test-venv.sh): HF's libraries from PyPI
+  # beside these system packages.
+  python3-venv
   nginx
   # deploy/validate.py reads the rendered manifests.
   python3-yaml

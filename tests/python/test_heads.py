@@ -9,11 +9,13 @@ started as the README says; each is checked against the float64 reference
 of tests/golden/make_golden.py on the weights of its own file:
 GetAttention's maps at 1e-5, Classify for the two classifiers, token
 classification sweeps scored by hand, and FAILED_PRECONDITION naming the
-architecture for the heads that have no logits.
+architecture for the heads that have no logits. Each directory is also
+loaded by HF transformers itself (from_pretrained of its architecture, and
+AutoTokenizer): tokens, maps and logits under HF's head_mask.
 
 Run by ctest; by hand:
-  PYTHONPATH=build/python BERTOLOGY_BIN_DIR=build/bin \
-      /usr/bin/python3 -m unittest -v tests/python/test_heads.py
+  make test-venv && PYTHONPATH=build/python BERTOLOGY_BIN_DIR=build/bin \
+      build/test-venv/bin/python -m unittest -v tests/python/test_heads.py
 """
 
 import json
@@ -27,6 +29,7 @@ import unittest
 import grpc
 import numpy as np
 import torch
+import transformers
 
 from bertology.v1 import bertology_pb2 as pb
 from bertology.v1 import bertology_pb2_grpc as pb_grpc
@@ -40,6 +43,7 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
 from bertology_client import Client  # noqa: E402
 import make_golden  # noqa: E402  (the reference BERT)
 import make_head_checkpoints as heads  # noqa: E402  (the writer)
+import hf_oracle  # noqa: E402  (HF's own classes, tests/python/hf_oracle.py)
 from live_server import LiveServer  # noqa: E402
 from test_service import read_safetensors  # noqa: E402
 
@@ -202,6 +206,54 @@ class HeadsTest(unittest.TestCase):
                             first = (not tokens[i].special and
                                      (i == 0 or tokens[i - 1].word_index != tokens[i].word_index))
                             self.assertEqual(tp.first_piece, first)
+
+    def test_hf_from_pretrained_agrees_with_the_server(self):
+        """Each directory loaded by HF itself (its config's architecture,
+        from_pretrained, eager attention, float64) and its tokenizer
+        (AutoTokenizer: BertTokenizerFast): the server's tokens, attention
+        maps and logits under HF's own head_mask."""
+        for name, v in self.variants.items():
+            directory = os.path.join(self.tmp, name)
+            model = hf_oracle.load(directory, torch.float64)
+            self.assertEqual(type(model).__name__, v["architecture"], name)
+            tok = transformers.AutoTokenizer.from_pretrained(directory)
+            for text_a, text_b in TEXTS:
+                enc = tok(text_a, text_b or None, return_tensors="pt")
+                tokens = self.encode(name, text_a, text_b)
+                self.assertEqual([t.id for t in tokens], enc["input_ids"][0].tolist(), name)
+                for mask in (None, MASK):
+                    with self.subTest(model=name, text=text_a, masked=mask is not None):
+                        hm = None if mask is None else torch.tensor(
+                            mask, dtype=torch.float64).view(LAYERS, HEADS)
+                        request = pb.GetAttentionRequest(
+                            model=name, input=pb.TextInput(text_a=text_a, text_b=text_b))
+                        if mask is not None:
+                            request.head_mask.dense.values.extend(mask)
+                        with torch.no_grad():
+                            # The encoder alone: BertForMultipleChoice wants
+                            # [batch, choices, T] inputs.
+                            out = hf_oracle.bert_of(model)(
+                                **enc, head_mask=hm, output_attentions=True)
+                        t = len(tokens)
+                        for m in self.stub.GetAttention(request).maps:
+                            got = np.frombuffer(m.data, dtype="<f4").reshape(t, t)
+                            np.testing.assert_allclose(
+                                got, out.attentions[m.layer][0, m.head].numpy(),
+                                atol=1e-5, rtol=0)
+                        if v["head"] == "encoder":
+                            continue
+                        classify = pb.ClassifyRequest(
+                            model=name, inputs=[pb.TextInput(text_a=text_a, text_b=text_b)])
+                        if mask is not None:
+                            classify.head_mask.dense.values.extend(mask)
+                        p = self.stub.Classify(classify).predictions[0]
+                        with torch.no_grad():
+                            want = model(**enc, head_mask=hm).logits[0].numpy()
+                        if v["head"] == "sequence_classification":
+                            np.testing.assert_allclose(p.logits, want, atol=1e-5)
+                        else:
+                            got = np.array([list(tp.logits) for tp in p.tokens])
+                            np.testing.assert_allclose(got, want, atol=1e-5, rtol=2e-6)
 
     def test_classify_refused_for_heads_without_logits(self):
         for name, v in self.variants.items():

@@ -31,9 +31,12 @@ std::string Fixture(const std::string& name) {
   return std::filesystem::exists(path) ? path : "";
 }
 
-std::vector<nlohmann::json> GoldenCases() {
-  const std::string path =
-      SourcePath("tests/golden/tokenizer_settings.golden.jsonl");
+// The lines of a golden file: tokenizer_settings.golden.jsonl by default
+// (the port's), tokenizer_hf.golden.jsonl (HF's own BertTokenizerFast,
+// tests/golden/make_hf_tokenizer_golden.py).
+std::vector<nlohmann::json> GoldenCases(
+    const std::string& name = "tokenizer_settings.golden.jsonl") {
+  const std::string path = SourcePath("tests/golden/" + name);
   std::ifstream in(path);
   EXPECT_TRUE(in) << "cannot read " << path;
   std::vector<nlohmann::json> cases;
@@ -116,6 +119,32 @@ TEST(TokenizerSettingsTest, FixtureVocabCasesMatchReference) {
     ++n;
   }
   EXPECT_GE(n, 10);
+}
+
+// HF's own tokenizers on Chinese, accents, control characters and special
+// tokens written in the text, on the fixtures' vocabularies and a tiny one
+// with accented and cased entries. Where HF's fast and slow tokenizers
+// differ, the case names the one the engine follows, and why
+// (make_hf_tokenizer_golden.py's engine_follows).
+TEST(TokenizerSettingsTest, HuggingFaceTokenizerCasesMatch) {
+  const bool fixtures = !Fixture("bert-base-uncased-vocab.txt").empty();
+  int n = 0;
+  for (nlohmann::json c : GoldenCases("tokenizer_hf.golden.jsonl")) {
+    absl::StatusOr<Vocab> vocab =
+        c["vocab"] == "tiny"
+            ? Vocab::FromTokens(c["vocab_tokens"].get<Strings>(), "tiny")
+        : fixtures ? Vocab::FromFile(Fixture(c["vocab"].get<std::string>()))
+                   : absl::NotFoundError("fixtures");
+    if (!fixtures && c["vocab"] != "tiny") continue;
+    ASSERT_TRUE(vocab.ok()) << vocab.status();
+    if (c.value("engine_follows", "fast") == "slow") {
+      c["tokens"] = c["slow_tokens"];
+      c["ids"] = c["slow_ids"];
+    }
+    ExpectMatchesReference(c, *std::move(vocab));
+    ++n;
+  }
+  EXPECT_GE(n, fixtures ? 50 : 6);
 }
 
 Vocab TinyVocab() {
