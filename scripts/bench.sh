@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
 BIN=$BUILD_DIR/bin
 OUT=${BENCH_OUT:-out/bench}
-PY=${BENCH_PYTHON:-/usr/bin/python3}
+# The test venv (make bench makes it): Debian's torch plus HF transformers,
+# whose BertForSequenceClassification is the PyTorch-loop anchor.
+PY=${BENCH_PYTHON:-$BUILD_DIR/test-venv/bin/python}
 MODEL=${BENCH_MODEL:-models/querytitle-zh-tiny}
 # libtorch's pool (element-wise ops) 1 and OpenBLAS's (float32 GEMMs) all
 # cores, as the server defaults to: the best of bench/thread_matrix.sh on
@@ -67,7 +69,8 @@ core() {  # NAME DIR EXAMPLES MASKS
     --examples="$3" --masks="$4" --threads="$THREADS" \
     --openblas_threads="$BLAS_THREADS" --json_out="$OUT/core-$1.json" >/dev/null
 }
-# The anchor: the plain PyTorch loop a researcher writes (HF's eager BERT,
+# The anchor: the plain PyTorch loop a researcher writes (HF transformers'
+# BertForSequenceClassification.from_pretrained in the test venv,
 # head_mask, batches of 32 in file order), on the same examples, at its best
 # thread count; bench/report.py divides the engine's rate by its rate.
 pytorch_loop() {  # NAME DIR EXAMPLES MASKS
