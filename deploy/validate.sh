@@ -55,10 +55,12 @@ fi
 # The lock's packages come from the npm registry where it answers (a user's
 # machine), else from the vendored npm cache (the project's machines reach
 # PyPI and Debian's archive, not the npm registry): $BERTOLOGY_NPM_CACHE, by
-# default ../shared/vendor/npm-cache beside the checkout, holds exactly the
+# default $BERTOLOGY_SHARED_DIR/vendor/npm-cache (../shared beside the
+# checkout unless CMake's BERTOLOGY_SHARED_DIR says otherwise) holds exactly the
 # lock's packages. npm writes into its cache, so it gets a copy. Neither
 # working is a failure naming both: the check is never skipped.
-vendored_cache="${BERTOLOGY_NPM_CACHE:-$(dirname "$src")/shared/vendor/npm-cache}"
+shared_dir="${BERTOLOGY_SHARED_DIR:-$(dirname "$src")/shared}"
+vendored_cache="${BERTOLOGY_NPM_CACHE:-$shared_dir/vendor/npm-cache}"
 # npm 10.8 can exit 0 without installing ("Exit handler never called!"
 # when the registry is unreachable), so success is judged by what is on
 # disk: every package of the lock at its locked version.

@@ -37,8 +37,8 @@ print("torch==" + torch.__version__)
 print("numpy==" + numpy.__version__)' >"$venv/system-constraints.txt"
 if ! "$venv/bin/pip" install --disable-pip-version-check --no-input -q \
     --only-binary=:all: -r "$req" -c "$venv/system-constraints.txt"; then
-  index="$("$venv/bin/pip" config get global.index-url 2>/dev/null ||
-    echo https://pypi.org/simple)"
+  index="${PIP_INDEX_URL:-$("$venv/bin/pip" config get global.index-url \
+    2>/dev/null || echo https://pypi.org/simple)}"
   echo "FAIL: cannot install tests/python/requirements-hf.txt from $index" \
     "into $venv (the HF oracle tests need it)" >&2
   rm -rf "$venv"

@@ -12,12 +12,14 @@
 #
 # Where this port departs from HF, and why:
 # - HF's tokenize() lower-cases the whole text one character at a time
-#   (outside special tokens) before BasicTokenizer; this port lower-cases
-#   each whitespace token with str.lower(), as google-research/bert and
-#   HF's BasicTokenizer on its own do. They differ only for a final capital
-#   sigma (token-wise: final sigma; char-wise: medial sigma). never_split
-#   entries are therefore compared with the lower-cased token when
-#   do_lower_case, which is what HF's pre-lowering amounts to.
+#   (outside special tokens) before BasicTokenizer, and BertTokenizerFast
+#   lower-cases code point by code point too; this port lower-cases each
+#   whitespace token one character at a time, which is the same. (str.lower()
+#   on the whole token, as google-research/bert and HF's BasicTokenizer on
+#   its own do, differs for a final capital sigma: final form U+03C2 instead
+#   of U+03C3.) never_split entries are therefore compared with the
+#   lower-cased token when do_lower_case, which is what HF's pre-lowering
+#   amounts to.
 # - Special tokens are matched case-sensitively in the raw text, leftmost
 #   first, then longest (HF's Trie.split), with AddedToken's defaults
 #   lstrip = rstrip = single_word = False.
@@ -87,7 +89,7 @@ def basic(text, lower=True, strip_accents=None, chinese=True, never_split=()):
     split = []
     for tok in whitespace_tokenize(text):
         if lower:
-            tok = tok.lower()
+            tok = "".join(c.lower() for c in tok)  # HF's, not str.lower()
         if tok in never_split:
             split.append((tok, True))
             continue

@@ -13,6 +13,8 @@ BertTokenizerFast / BertTokenizer on the same vocabularies:
     model_test.cc's tolerances);
   - interventions.golden.json: mean, resample and zero ablation and
     activation patching as hooks on HF's modules (hf_oracle.py);
+  - importance_reference.py's head importance: HF's run_bertology.py
+    recipe (the gradient of the loss with respect to HF's head_mask);
   - the server (started as the README says) on the golden checkpoint and
     the shipped default model: Tokenize, Classify and GetAttention under
     head masks against HF's tokenizer and model, directly;
@@ -42,7 +44,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("BERTOLOGY_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
 BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
 GOLDEN_DIR = os.path.join(SOURCE_DIR, "tests", "golden")
-SHARED_FIXTURES = os.path.join(os.path.dirname(SOURCE_DIR), "shared", "fixtures", "tokenizer")
+SHARED_FIXTURES = os.path.join(
+    os.environ.get("BERTOLOGY_SHARED_DIR", os.path.join(os.path.dirname(SOURCE_DIR), "shared")),
+    "fixtures", "tokenizer")
 sys.path.insert(0, GOLDEN_DIR)
 import hf_oracle  # noqa: E402
 import make_hf_tokenizer_golden as hf_tok  # noqa: E402
@@ -334,6 +338,38 @@ class TokenizerGoldenTest(unittest.TestCase):
                if tok.tokenize(r["text"]) != r["tokens"]
                or tok.convert_tokens_to_ids(r["tokens"]) != r["ids"]]
         self.assertEqual(bad, [])
+
+
+class ImportanceReferenceTest(unittest.TestCase):
+    """importance_reference.py (which test_importance.py holds the server's
+    HeadImportance to) against HF's own run_bertology.py recipe: a head_mask
+    that requires grad, BertForSequenceClassification's loss with the gold
+    label, one example per backward pass, |d loss / d head_mask| summed."""
+
+    def test_autograd_importance_is_hfs(self):
+        import importance_reference as ref
+        golden = load_json("tiny-bert-cls.golden.json")
+        w = ref.make_golden.read_safetensors(os.path.join(TINY_DIR, "model.safetensors"))
+        rows = [([i for i, m in zip(ids, am) if m], [t for t, m in zip(types, am) if m])
+                for ids, types, am in zip(golden["input_ids"], golden["token_type_ids"],
+                                          golden["attention_mask"])]
+        labels = [0, 1, 2, 0]
+        model = hf_oracle.load(TINY_DIR, torch.float64)
+        layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
+        frac = [1.0, 0.5, 1.0, 0.25] * (layers * heads // 4)
+        for values in ([1.0] * (layers * heads), frac):
+            want = ref.autograd_importance(w, ref.pad(rows), labels, values)
+            got = torch.zeros(layers, heads, dtype=torch.float64)
+            for (ids, types), y in zip(rows, labels):
+                m = torch.tensor(values, dtype=torch.float64).view(layers, heads)
+                m.requires_grad_(True)
+                out = model(input_ids=torch.tensor([ids]), token_type_ids=torch.tensor([types]),
+                            head_mask=m, labels=torch.tensor([y]))
+                out.loss.backward()
+                got += m.grad.abs()
+            with self.subTest(mask="ones" if values[1] == 1.0 else "fractional"):
+                self.assertGreater(got.min().item(), 0.0)
+                np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-12)
 
 
 def tsv_pairs(path, n):

@@ -20,73 +20,19 @@ bool IsLineOrParagraphSeparator(char32_t cp) {
   return cp == 0x2028 || cp == 0x2029;
 }
 
-// Approximations of Unicode's Cased and Case_Ignorable properties, which
-// Python's str.lower() consults for the Final_Sigma rule.
-bool IsCased(char32_t cp) {
-  const utf8proc_category_t cat = Category(cp);
-  if (cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL ||
-      cat == UTF8PROC_CATEGORY_LT) {
-    return true;
-  }
-  const auto c = static_cast<utf8proc_int32_t>(cp);
-  if (utf8proc_tolower(c) != c || utf8proc_toupper(c) != c) return true;
-  // Other_Lowercase and Other_Uppercase (Unicode 15), e.g. U+00BA.
-  static constexpr char32_t kOtherCased[][2] = {
-      {0xAA, 0xAA},       {0xBA, 0xBA},       {0x2B0, 0x2B8},
-      {0x2C0, 0x2C1},     {0x2E0, 0x2E4},     {0x345, 0x345},
-      {0x37A, 0x37A},     {0x10FC, 0x10FC},   {0x1D2C, 0x1D6A},
-      {0x1D78, 0x1D78},   {0x1D9B, 0x1DBF},   {0x2071, 0x2071},
-      {0x207F, 0x207F},   {0x2090, 0x209C},   {0x2160, 0x217F},
-      {0x24B6, 0x24E9},   {0x2C7C, 0x2C7D},   {0xA69C, 0xA69D},
-      {0xA770, 0xA770},   {0xA7F2, 0xA7F4},   {0xA7F8, 0xA7F9},
-      {0xAB5C, 0xAB5F},   {0xAB69, 0xAB69},   {0x10780, 0x10780},
-      {0x10783, 0x10785}, {0x10787, 0x107B0}, {0x107B2, 0x107BA},
-      {0x1E030, 0x1E06D}, {0x1F130, 0x1F149}, {0x1F150, 0x1F169},
-      {0x1F170, 0x1F189}};
-  for (const auto& range : kOtherCased) {
-    if (cp >= range[0] && cp <= range[1]) return true;
-  }
-  return false;
-}
-
-bool IsCaseIgnorable(char32_t cp) {
-  switch (Category(cp)) {
-    case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_SK:
-      return true;
-    default:
-      break;
-  }
-  // Word_Break MidLetter, MidNumLet and Single_Quote.
-  static constexpr char32_t kMid[] = {
-      0x27,   0x2E,   0x3A,   0xB7,   0x387,  0x55F,  0x5F4,  0x2018, 0x2019,
-      0x2024, 0x2027, 0xFE13, 0xFE52, 0xFE55, 0xFF07, 0xFF0E, 0xFF1A};
-  return std::find(std::begin(kMid), std::end(kMid), cp) != std::end(kMid);
-}
-
-// Lower-cases token[i] as Python's str.lower() does on the whole token:
-// simple lowercase mapping plus the Final_Sigma rule. (Python's one
-// unconditional multi-character mapping, U+0130 -> "i\u0307", reduces to
-// "i" after accent stripping, which always follows lower-casing here.)
+// Lower-cases token[i] as HF's tokenizers do: the simple lowercase mapping,
+// one code point at a time. BertTokenizerFast (the tokenizers crate) and
+// BertTokenizer.tokenize (which lower-cases the text character by
+// character before its BasicTokenizer runs) both map a final capital sigma
+// to U+03C3, not to the final form U+03C2 that Python's str.lower() on a
+// whole word (google-research/bert) gives; tests/golden/
+// tokenizer_hf.golden.jsonl checks it. (Python's one unconditional
+// multi-character mapping, U+0130 -> "i\u0307", reduces to "i" after
+// accent stripping, which always follows lower-casing here.)
 char32_t LowerAt(const std::vector<char32_t>& text,
                  const std::vector<int>& token, size_t i) {
-  const char32_t cp = text[token[i]];
-  if (cp != 0x3A3) {
-    return static_cast<char32_t>(
-        utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
-  }
-  size_t j = i;
-  while (j > 0 && IsCaseIgnorable(text[token[j - 1]])) --j;
-  bool final_sigma = j > 0 && IsCased(text[token[j - 1]]);
-  if (final_sigma) {
-    size_t k = i + 1;
-    while (k < token.size() && IsCaseIgnorable(text[token[k]])) ++k;
-    final_sigma = k == token.size() || !IsCased(text[token[k]]);
-  }
-  return final_sigma ? 0x3C2 : 0x3C3;
+  return static_cast<char32_t>(
+      utf8proc_tolower(static_cast<utf8proc_int32_t>(text[token[i]])));
 }
 
 int CombiningClass(char32_t cp) {
