@@ -121,6 +121,14 @@ def state_dict(architecture, prefix, pooler, position_ids):
         key = ("bert." if prefix else "") + "embeddings.position_ids"
         out[key] = torch.arange(make_golden.CONFIG["max_position_embeddings"])[None]
     out.update(head_weights(architecture, torch.Generator().manual_seed(SEED + 1)))
+    decoder = "cls.predictions.decoder.weight"
+    if decoder in out:
+        # HF ties the MLM decoder to the word embeddings (tie_word_embeddings,
+        # true by default) and save_pretrained writes both keys with the
+        # same values; from_pretrained loads them into one tensor, so
+        # different values would overwrite the embeddings.
+        words = [k for k in out if k.endswith("embeddings.word_embeddings.weight")]
+        out[decoder] = out[words[0]].clone()
     return out
 
 

@@ -150,18 +150,44 @@ TEST(LifecycleTest, Bf16ServesCloseToF32) {
   }
   ASSERT_EQ(losses[0].size(), losses[1].size());
   ASSERT_GT(losses[0].size(), 1u);
+  // What a sweep reports is each mask's effect (its mean loss minus the
+  // baseline's). BF16's rounding, and how much of it there is, depends on
+  // the CPU's BF16 path (AVX-512 BF16/AMX, or emulated): mean losses within
+  // 0.024 of F32's against a largest effect of 0.61 on an Intel Xeon with
+  // AMX, 0.065 (effects within 0.070) on an AMD EPYC without AVX-512. What
+  // must hold on any CPU: the effects rank the heads as F32's do
+  // (correlation), and no loss is off by a fifth of the largest effect. A
+  // BF16 sweep that ignored its masks (no effects) or scored garbage fails.
   double max_loss_diff = 0, max_effect = 0;
+  std::vector<double> f32, bf16;
+  for (size_t m = 1; m < losses[0].size(); ++m) {
+    f32.push_back(losses[0][m] - losses[0][0]);
+    bf16.push_back(losses[1][m] - losses[1][0]);
+    max_effect = std::max(max_effect, std::abs(f32.back()));
+  }
   for (size_t m = 0; m < losses[0].size(); ++m) {
     max_loss_diff =
         std::max(max_loss_diff, std::abs(losses[0][m] - losses[1][m]));
-    max_effect = std::max(max_effect, std::abs(losses[0][m] - losses[0][0]));
   }
+  const auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / static_cast<double>(v.size());
+  };
+  const double mf = mean(f32), mb = mean(bf16);
+  double sfb = 0, sff = 0, sbb = 0;
+  for (size_t i = 0; i < f32.size(); ++i) {
+    sfb += (f32[i] - mf) * (bf16[i] - mb);
+    sff += (f32[i] - mf) * (f32[i] - mf);
+    sbb += (bf16[i] - mb) * (bf16[i] - mb);
+  }
+  const double correlation = sfb / std::sqrt(sff * sbb);
   std::cout << "BF16 sweep: largest |mean loss - F32's| " << max_loss_diff
-            << ", largest F32 mask effect " << max_effect << "\n";
-  // BF16 is off by less than a tenth of what masking a head does, so a BF16
-  // sweep that ignored its masks, or scored garbage, would fail here.
+            << ", largest F32 mask effect " << max_effect
+            << ", correlation of the effects " << correlation << "\n";
   EXPECT_GT(max_effect, 0.0);
-  EXPECT_LT(max_loss_diff, 0.1 * max_effect);
+  EXPECT_GT(correlation, 0.9);
+  EXPECT_LT(max_loss_diff, 0.2 * max_effect);
   ASSERT_EQ(logits[0].size(), logits[1].size());
   float max_abs = 0, max_diff = 0;
   for (size_t i = 0; i < logits[0].size(); ++i) {
