@@ -22,6 +22,15 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 // The canonical name of a gRPC code, e.g. "INVALID_ARGUMENT" (metric label).
 std::string GrpcCodeName(grpc::StatusCode code);
 
+// A replica's answer to a sweep shard sent for another model than it
+// serves (SweepAblationRequest.model_identity): FAILED_PRECONDITION with a
+// message the scheduler recognises, so it refuses that replica by address
+// and sends the shard elsewhere instead of failing the sweep.
+absl::Status ModelIdentityMismatchError(const std::string& model,
+                                        const std::string& served,
+                                        const std::string& expected);
+bool IsModelIdentityMismatch(const absl::Status& status);
+
 }  // namespace bertology
 
 #endif  // BERTOLOGY_COMMON_GRPC_STATUS_H_

@@ -33,6 +33,10 @@ import yaml
 
 DEPLOY = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(DEPLOY)
+# The server version: the images' tag (deploy/k8s, docker/).
+with open(os.path.join(SOURCE, "server", "service", "version.h")) as _f:
+    SERVER_VERSION = re.search(r'kBertologyVersion\[\] = "([^"]+)"',
+                               _f.read()).group(1)
 K8S = os.path.join(DEPLOY, "k8s")
 NAMESPACE = "bertology"
 
@@ -47,6 +51,9 @@ FLEETS = {
 }
 SWEEPS = ["sweep", "sweep-merge", "examples/sweep-data-from-url",
           "examples/sweep-auth", "examples/sweep-merge-auth"]
+# The results claim, applied once, apart from the Jobs (a `kubectl delete
+# -k` of a sweep must not delete it): every sweep set is checked with it.
+STORAGE = "sweep-storage"
 # The sweep and merge renders each fleet is checked with (default: sweep,
 # sweep-merge): a fleet with TLS/tokens needs clients that present them.
 FLEET_SWEEPS = {
@@ -265,6 +272,26 @@ def check_generic(docs, out):
                     if var not in env:
                         out.append("%s.args: %s uses $(%s), which is not in "
                                    "its environment" % (cn, a, var))
+            image = c.get("image", "")
+            name, _, tag = image.rpartition(":") if ":" in \
+                image.split("/")[-1] else (image, "", "")
+            if not tag or tag == "latest":
+                out.append("%s.image %s is not pinned to a tag (none or "
+                           "latest)" % (cn, image))
+            elif name.split("/")[-1].startswith("bertology-server") and \
+                    tag != SERVER_VERSION:
+                out.append("%s.image %s: the tag is not the server version "
+                           "%s (server/service/version.h)" % (cn, image,
+                                                              SERVER_VERSION))
+            cmd = c.get("command", [])
+            if cmd[:1] == ["cp"]:
+                opts = "".join(a[1:] for a in cmd[1:] if a.startswith("-")
+                               and not a.startswith("--"))
+                if "p" not in opts and "a" not in opts and \
+                        "--preserve" not in cmd and "--archive" not in cmd:
+                    out.append("%s.command: %s copies without -p: the copies "
+                               "get new mtimes and modes (keep them: cp -Rp)"
+                               % (cn, " ".join(cmd)))
             sec = c.get("securityContext", {})
             if sec.get("allowPrivilegeEscalation") is not False:
                 out.append("%s.securityContext.allowPrivilegeEscalation is "
@@ -385,9 +412,22 @@ def check_fleet(docs, ctx, dockerfile_rel, out):
                    for t in pod.get("tolerations", [])):
             out.append("%s: spec.template.spec.tolerations lack "
                        "nvidia.com/gpu" % n)
-        if not pod.get("nodeSelector"):
-            out.append("%s: spec.template.spec.nodeSelector is empty on a "
-                       "GPU pod" % n)
+        gfd = sorted(k for k in pod.get("nodeSelector", {}) if k.startswith(
+            ("nvidia.com/gpu.", "feature.node.kubernetes.io/")))
+        if gfd:
+            out.append("%s: spec.template.spec.nodeSelector %s is set only "
+                       "where GPU feature discovery runs: the pods stay "
+                       "Pending elsewhere (the nvidia.com/gpu request "
+                       "places them)" % (n, ", ".join(gfd)))
+        ru = dep["spec"].get("strategy", {}).get("rollingUpdate", {})
+        if str(ru.get("maxSurge", "25%")) not in ("0", "0%"):
+            out.append("%s: spec.strategy.rollingUpdate.maxSurge %s on GPU "
+                       "pods: a surge pod needs a spare GPU (use 0, and "
+                       "maxUnavailable 1)" % (n, ru.get("maxSurge", "25%")))
+        elif str(ru.get("maxUnavailable", "25%")) in ("0", "0%"):
+            out.append("%s: spec.strategy.rollingUpdate maxSurge and "
+                       "maxUnavailable are both 0: the rollout cannot "
+                       "start" % n)
     elif gpus:
         out.append("%s.resources.limits: nvidia.com/gpu with --device=%s" %
                    (cn, device))
@@ -443,6 +483,10 @@ def check_fleet(docs, ctx, dockerfile_rel, out):
     min_replicas = dep["spec"].get("replicas", 1)
     if hpa is not None:
         check_hpa(hpa, dep, ctx, out)
+        if "replicas" in dep["spec"]:
+            out.append("%s: spec.replicas %s beside %s, which owns the count:"
+                       " every kubectl apply scales the fleet back to it" %
+                       (n, dep["spec"]["replicas"], name_of(hpa)))
         min_replicas = hpa["spec"].get("minReplicas", 1)
     if pdb is not None:
         if not matches(pdb["spec"].get("selector", {}).get("matchLabels"),
@@ -456,6 +500,15 @@ def check_fleet(docs, ctx, dockerfile_rel, out):
                                              min_replicas))
 
     # Monitoring and network policy.
+    pr = find(docs, "PrometheusRule", "bertology", out, label)
+    if pr is not None:
+        with open(os.path.join(DEPLOY, "prometheus",
+                               "bertology-rules.yml")) as f:
+            want = yaml.safe_load(f)["groups"]
+        if pr.get("spec", {}).get("groups") != want:
+            out.append("%s: spec.groups differ from deploy/prometheus/"
+                       "bertology-rules.yml (run deploy/prometheus/"
+                       "make_prometheusrule.py)" % name_of(pr))
     pm = find(docs, "PodMonitor", "bertology-server", out, label)
     if pm is not None:
         check_podmonitor(pm, s["labels"], c, out)
@@ -620,6 +673,12 @@ def check_networkpolicy(np, labels, container, out):
             out.append("%s: spec.ingress[%d] has no `ports`: every port" %
                        (n, i))
         for j, peer in enumerate(r.get("from", [])):
+            ns = peer.get("namespaceSelector")
+            if ns is not None and not ns.get("matchLabels") and \
+                    not ns.get("matchExpressions"):
+                out.append("%s: spec.ingress[%d].from[%d].namespaceSelector "
+                           "is empty: it admits labelled pods of every "
+                           "namespace" % (n, i, j))
             if not peer.get("podSelector", {}).get("matchLabels") and \
                     "ipBlock" not in peer:
                 out.append("%s: spec.ingress[%d].from[%d] admits every pod "
@@ -773,6 +832,18 @@ def check_indexed(j, out):
     if j["pod"].get("restartPolicy") != "Never":
         out.append("%s: spec.template.spec.restartPolicy must be Never with "
                    "backoffLimitPerIndex" % n)
+    if not any(r.get("action") == "Ignore" and
+               any(c.get("type") == "DisruptionTarget"
+                   for c in r.get("onPodConditions", []))
+               for r in spec.get("podFailurePolicy", {}).get("rules", [])):
+        out.append("%s: spec.podFailurePolicy does not ignore "
+                   "DisruptionTarget: evictions and preemptions eat the "
+                   "index's retries" % n)
+    if spec.get("podReplacementPolicy") != "Failed":
+        out.append("%s: spec.podReplacementPolicy is %s, not Failed: a "
+                   "replacement can append to the part file of the pod it "
+                   "replaces while that one still runs" %
+                   (n, spec.get("podReplacementPolicy")))
     env = {e["name"]: e for e in c.get("env", [])}
     field = env.get("JOB_COMPLETION_INDEX", {}).get("valueFrom", {}).get(
         "fieldRef", {}).get("fieldPath")
@@ -1016,14 +1087,35 @@ def check_cuda(rel, st, args, text, out):
         return re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1),
                                                           m.group(0)), s)
     images = [sub(i) for _, i, _ in st]
-    cuda = [re.match(r"nvidia/cuda:(\d+\.\d+\.\d+)-(\S*?)(devel|runtime)-"
-                     r"(ubuntu[\d.]+)", i) for i in images]
+    cuda = [re.match(r"nvidia/cuda:(\d+\.\d+\.\d+)-(\S*?)(devel|runtime|base)"
+                     r"-(ubuntu[\d.]+)", i) for i in images]
     if not cuda[0] or cuda[0].group(3) != "devel":
         out.append("%s: the build stage is not an nvidia/cuda devel image: "
                    "%s" % (rel, images[0]))
-    if not cuda[-1] or cuda[-1].group(3) != "runtime":
-        out.append("%s: the runtime stage is not an nvidia/cuda runtime "
-                   "image: %s" % (rel, images[-1]))
+    if not cuda[-1] or cuda[-1].group(3) == "devel" or \
+            "cudnn" in cuda[-1].group(2):
+        out.append("%s: the runtime stage is not the smallest nvidia/cuda "
+                   "image that serves (base or runtime, no devel, no cudnn: "
+                   "the zip carries its CUDA libraries): %s" % (rel,
+                                                               images[-1]))
+    sha = args.get("LIBTORCH_SHA256", "")
+    if not re.fullmatch(r"[0-9a-f]{64}", sha) or \
+            not re.search(r"\$\{?LIBTORCH_SHA256\}?\s+/tmp/libtorch\.zip\"?"
+                          r"\s*\|\s*sha256sum -c", text):
+        out.append("%s: the libtorch zip is not checked against a pinned "
+                   "SHA-256 (ARG LIBTORCH_SHA256 and sha256sum -c)" % rel)
+    unzip = text.find("unzip -q /tmp/libtorch.zip")
+    prep = text.find("scripts/prepare-libtorch.sh /opt/libtorch")
+    if unzip < 0 or prep < unzip:
+        out.append("%s: scripts/prepare-libtorch.sh /opt/libtorch does not "
+                   "run after unpacking: the bundled protobuf headers in "
+                   "include/google shadow the system's" % rel)
+    for m in re.finditer(r"^ENV LD_LIBRARY_PATH=(\S+)", text, re.M):
+        if "LD_LIBRARY_PATH" not in m.group(1):
+            out.append("%s: ENV LD_LIBRARY_PATH=%s replaces the base image's "
+                       "(/usr/local/nvidia/lib64, where the device plugin "
+                       "mounts the driver) instead of appending" %
+                       (rel, m.group(1)))
     if cuda[0] and cuda[-1] and (cuda[0].group(1), cuda[0].group(4)) != (
             cuda[-1].group(1), cuda[-1].group(4)):
         out.append("%s: build (%s) and runtime (%s) CUDA versions differ" %
@@ -1069,7 +1161,7 @@ def sets_of(renders):
     merge (FLEET_SWEEPS), each sweep render, each sweep with its merge."""
     def sweep_docs(sweep, merge):
         return renders[sweep] + [d for d in renders[merge]
-                                 if d.get("kind") == "Job"]
+                                 if d.get("kind") == "Job"] + renders[STORAGE]
     out = {}
     for f in FLEETS:
         sweep, merge = FLEET_SWEEPS.get(f, DEFAULT_SWEEPS)
@@ -1077,7 +1169,7 @@ def sets_of(renders):
         out["%s + %s + %s" % (f, sweep, merge)] = (
             "both", f, renders[f] + sweep_docs(sweep, merge))
     for sw in SWEEPS:
-        out[sw] = ("sweep", None, renders[sw])
+        out[sw] = ("sweep", None, renders[sw] + renders[STORAGE])
     for sweep, merge in dict.fromkeys([DEFAULT_SWEEPS] +
                                       list(FLEET_SWEEPS.values())):
         out["%s + %s" % (sweep, merge)] = ("sweep", None,
@@ -1121,7 +1213,33 @@ def check_all(renders, ctx, npm_dir, lists):
     for rel, text in ctx.dockerfiles.items():
         check_dockerfile(rel, text, lists, docker)
     errors["docker"] = docker
+    errors["claims"] = check_claims(renders)
+    errors["readme"] = check_wait_commands(
+        "README.md", open(os.path.join(SOURCE, "README.md")).read())
     return errors
+
+
+def check_claims(renders):
+    """No sweep kustomization holds a PersistentVolumeClaim: deleting the
+    sweep to rerun it would delete its parts and results."""
+    out = []
+    for sw in SWEEPS:
+        for d in renders[sw]:
+            if d.get("kind") == "PersistentVolumeClaim":
+                out.append("kustomization %s holds %s: `kubectl delete -k` of "
+                           "the sweep deletes its results (keep it in %s)" %
+                           (sw, name_of(d), STORAGE))
+    return out
+
+
+def check_wait_commands(rel, text):
+    """A `kubectl wait --for=condition=complete` on a Job waits out its
+    timeout when the Job fails (an index out of retries)."""
+    return ["%s:%d: kubectl wait --for=condition=complete only ends when the "
+            "Job completes; it waits out its timeout when an index fails" %
+            (rel, i + 1) for i, line in enumerate(text.splitlines())
+            if "wait" in line and "--for=condition=complete" in line and
+            "alone" not in line]
 
 
 # --------------------------------------------------------------- self-test
@@ -1242,6 +1360,49 @@ CASES = {
             m for m in server_c(d)["volumeMounts"]
             if m["mountPath"] != "/etc/bertology/tokens"]),
         ["Deployment/bertology-server", "--token_file", "not on a mounted"]),
+    "replicas beside the HPA": (
+        "overlays/cpu", lambda d: obj(d, "Deployment")["spec"].update(
+            replicas=2),
+        ["Deployment/bertology-server", "spec.replicas",
+         "HorizontalPodAutoscaler/bertology-server"]),
+    "GPU surge rollout": (
+        "overlays/gpu", lambda d: obj(d, "Deployment")["spec"]["strategy"][
+            "rollingUpdate"].update(maxSurge=1),
+        ["Deployment/bertology-server", "maxSurge", "spare GPU"]),
+    "GFD-only node selector": (
+        "overlays/gpu", lambda d: obj(d, "Deployment")["spec"]["template"][
+            "spec"].update(nodeSelector={"nvidia.com/gpu.present": "true"}),
+        ["Deployment/bertology-server", "nvidia.com/gpu.present",
+         "feature discovery"]),
+    "clients from any namespace": (
+        "overlays/cpu", lambda d: obj(d, "NetworkPolicy", "bertology-server")[
+            "spec"]["ingress"][0]["from"][1].update(namespaceSelector={}),
+        ["NetworkPolicy/bertology-server", "ingress[0].from[1]",
+         "every namespace"]),
+    "evictions eat retries": (
+        "sweep", lambda d: obj(d, "Job")["spec"].pop("podFailurePolicy"),
+        ["Job/bertology-sweep", "podFailurePolicy", "DisruptionTarget"]),
+    "replacement beside its pod": (
+        "sweep", lambda d: obj(d, "Job")["spec"].pop("podReplacementPolicy"),
+        ["Job/bertology-sweep", "podReplacementPolicy"]),
+    "latest image": (
+        "sweep", lambda d: job_c(d).update(image="bertology-server:latest"),
+        ["Job/bertology-sweep", "bertology-server:latest", "not pinned"]),
+    "image not the server version": (
+        "overlays/cpu", lambda d: server_c(d).update(
+            image="bertology-server:0.2.9"),
+        ["Deployment/bertology-server", "bertology-server:0.2.9",
+         "server version"]),
+    "PrometheusRule drifted": (
+        "overlays/cpu", lambda d: obj(d, "PrometheusRule")["spec"]["groups"][
+            0]["rules"][0].update(expr="vector(1)"),
+        ["PrometheusRule/bertology", "bertology-rules.yml"]),
+    "copy without -p": (
+        "sweep", lambda d: obj(d, "Job")["spec"]["template"]["spec"][
+            "initContainers"][0].update(
+                command=["cp", "-R", "/data/.", "/input/"]),
+        ["Job/bertology-sweep", "initContainers[fetch-data].command",
+         "without -p"]),
     "merge without client certificate": (
         "examples/cpu-auth + examples/sweep-auth + examples/sweep-merge-auth",
         lambda d: drop_args(job_c(d, "bertology-sweep-merge"), "--tls-cert",
@@ -1263,6 +1424,21 @@ DOCKER_CASES = {
                             re.compile(r"install-deps\.sh --build-only"),
                             "install-deps.sh",
                             ["docker/Dockerfile", "--build-only"]),
+    "libtorch unchecked": ("docker/Dockerfile.cuda",
+                           re.compile(r'echo "\$\{LIBTORCH_SHA256\}.*\n'),
+                           "", ["docker/Dockerfile.cuda", "SHA-256"]),
+    "bundled protobuf kept": ("docker/Dockerfile.cuda",
+                              re.compile(r" && \\\n\s*scripts/prepare-"
+                                         r"libtorch\.sh /opt/libtorch"), "",
+                              ["docker/Dockerfile.cuda", "include/google"]),
+    "LD_LIBRARY_PATH replaced": ("docker/Dockerfile.cuda",
+                                 re.compile(r":\$\{LD_LIBRARY_PATH\}"), "",
+                                 ["docker/Dockerfile.cuda", "LD_LIBRARY_PATH",
+                                  "nvidia/lib64"]),
+    "cudnn-devel runtime": ("docker/Dockerfile.cuda",
+                            re.compile(r"-base-\$\{UBUNTU\} AS runtime"),
+                            "-cudnn-devel-${UBUNTU} AS runtime",
+                            ["docker/Dockerfile.cuda", "runtime stage"]),
     "missing COPY source": ("docker/Dockerfile",
                             re.compile(r"(?<=^COPY )models/querytitle-zh-tiny",
                                        re.M),
@@ -1303,6 +1479,23 @@ def self_test(renders, ctx, npm_dir, lists):
                             (case, want, out[:4]))
         else:
             print("self-test ok: %s -> %s" % (case, hit[0]))
+    # The claim inside a sweep's kustomization, and a README that waits for
+    # completion only.
+    claims = check_claims(dict(renders, sweep=renders["sweep"] +
+                               renders[STORAGE]))
+    waits = check_wait_commands("README.md", "run `kubectl -n bertology wait "
+                                "--for=condition=complete job/bertology-sweep`")
+    for case, report, want in (
+            ("claim in the sweep", claims, ["sweep", "PersistentVolumeClaim",
+                                            "deletes its results"]),
+            ("wait for complete only", waits, ["README.md:1",
+                                               "waits out its timeout"])):
+        hit = [e for e in report if all(w in e for w in want)]
+        if not hit:
+            failures.append("self-test: %s went unnoticed (want %s; got %s)"
+                            % (case, want, report[:4]))
+        else:
+            print("self-test ok: %s -> %s" % (case, hit[0]))
     return failures
 
 
@@ -1327,7 +1520,7 @@ def main(argv):
         for e in ctx.errors:
             print("FAIL:", e)
         return 1
-    renders = {k: render(k) for k in list(FLEETS) + SWEEPS}
+    renders = {k: render(k) for k in list(FLEETS) + SWEEPS + [STORAGE]}
     lists = install_lists()
     if lists.get("--build-only") is None:
         print("FAIL: scripts/install-deps.sh --list --build-only failed")

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/scheduler/shard_executor.h"
+#include "common/grpc_status.h"
 
 namespace bertology {
 namespace client {
@@ -76,6 +78,12 @@ class FakeExecutor : public ShardExecutor {
     absl::MutexLock lock(&mu_);
     dead_[channel] = true;
   }
+  // `channel` serves a model with `identity`: requests that carry another
+  // model_identity get the server's refusal.
+  void ServeIdentity(int channel, std::string identity) {
+    absl::MutexLock lock(&mu_);
+    identity_[channel] = std::move(identity);
+  }
   // Every call fails with `status` (after `ok_calls` successful ones).
   void FailAll(absl::Status status, int ok_calls = 0) {
     absl::MutexLock lock(&mu_);
@@ -125,6 +133,13 @@ class FakeExecutor : public ShardExecutor {
       if (dead_[channel]) {
         attempt.status =
             absl::UnavailableError(absl::StrCat("fake-", channel, " is dead"));
+        return attempt;
+      }
+      auto served = identity_.find(channel);
+      if (served != identity_.end() && !request.model_identity().empty() &&
+          request.model_identity() != served->second) {
+        attempt.status = ModelIdentityMismatchError(
+            request.model(), served->second, request.model_identity());
         return attempt;
       }
       if (!fail_all_.ok()) {
@@ -178,6 +193,7 @@ class FakeExecutor : public ShardExecutor {
   absl::Mutex mu_;
   std::vector<int> calls_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> dead_ ABSL_GUARDED_BY(mu_);
+  std::map<int, std::string> identity_ ABSL_GUARDED_BY(mu_);
   absl::Status fail_all_ ABSL_GUARDED_BY(mu_);
   int ok_calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int> live_ ABSL_GUARDED_BY(mu_);

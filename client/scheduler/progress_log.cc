@@ -1,6 +1,10 @@
 #include "client/scheduler/progress_log.h"
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -138,10 +142,23 @@ absl::StatusOr<std::unique_ptr<ProgressLog>> ProgressLog::Open(
       ReadProgressLines(path, fingerprint, &has_header);
   if (!finished.ok()) return finished.status();
   log->finished_ = *std::move(finished);
+  // A sweep Job's first pod meets a fresh volume: the file's folder is
+  // made here (as `mkdir -p`), not left to an init step.
+  const std::filesystem::path parent =
+      std::filesystem::path(path).parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot create the progress file's folder ",
+                       parent.string(), ": ", ec.message()));
+    }
+  }
   std::FILE* f = std::fopen(path.c_str(), "a");
   if (f == nullptr) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot write the progress file ", path));
+    return absl::PermissionDeniedError(absl::StrCat(
+        "cannot write the progress file ", path, ": ", std::strerror(errno)));
   }
   if (torn_tail) std::fputc('\n', f);  // keep the torn line on its own
   if (!has_header) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -61,6 +62,35 @@ TEST(ProgressLogTest, ResumesIgnoringATornLastLine) {
   auto other = ProgressLog::Open(path, "sweep-b");
   EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
   std::remove(path.c_str());
+}
+
+TEST(ProgressLogTest, CreatesTheFoldersOfANewPath) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/fresh-volume-", getpid());
+  std::filesystem::remove_all(dir);
+  const std::string path = dir + "/run/nested/part-0.progress.jsonl";
+  auto log = ProgressLog::Open(path, "fp");
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_TRUE((*log)->Append(Result(1)).ok());
+  log->reset();
+  auto read = ReadProgressFile(path, "fp");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->size(), 1u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ProgressLogTest, NamesTheFolderItCannotCreate) {
+  // A regular file where a folder of the path should be.
+  const std::string file =
+      absl::StrCat(::testing::TempDir(), "/not-a-folder-", getpid());
+  std::ofstream(file) << "x";
+  auto log = ProgressLog::Open(file + "/run/part-0.progress.jsonl", "fp");
+  ASSERT_FALSE(log.ok());
+  EXPECT_NE(log.status().message().find(
+                "cannot create the progress file's folder " + file + "/run"),
+            std::string::npos)
+      << log.status();
+  std::remove(file.c_str());
 }
 
 TEST(ProgressBarTest, ShowsRateAndEta) {

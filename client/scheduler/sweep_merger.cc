@@ -4,9 +4,11 @@
 #include <cmath>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace bertology {
 namespace client {
@@ -37,6 +39,32 @@ bool SameBaseline(const MaskCounts& a, const MaskCounts& b) {
          a.correct == b.correct &&
          std::fabs(a.loss_sum - b.loss_sum) <=
              SweepMerger::kBaselineLossTolerance * scale;
+}
+
+// What differs between two baselines of one example chunk, in the terms of
+// SameBaseline: the integer counts exactly, the loss sum relative to the
+// tolerance.
+std::string BaselineDifference(const MaskCounts& a, const MaskCounts& b) {
+  std::vector<std::string> out;
+  if (a.examples != b.examples) {
+    out.push_back(absl::StrCat("examples ", a.examples, " vs ", b.examples));
+  }
+  if (a.scored != b.scored) {
+    out.push_back(absl::StrCat("scored ", a.scored, " vs ", b.scored));
+  }
+  if (a.correct != b.correct) {
+    out.push_back(absl::StrCat("correct ", a.correct, " vs ", b.correct,
+                               " (counts must be equal)"));
+  }
+  const double scale = std::max(std::fabs(a.loss_sum), std::fabs(b.loss_sum));
+  const double rel =
+      scale > 0 ? std::fabs(a.loss_sum - b.loss_sum) / scale : 0.0;
+  if (rel > SweepMerger::kBaselineLossTolerance) {
+    out.push_back(
+        absl::StrFormat("loss_sum differs by %.3g relative (tolerated: %.3g)",
+                        rel, SweepMerger::kBaselineLossTolerance));
+  }
+  return absl::StrJoin(out, ", ");
 }
 
 std::string BaselineString(const MaskCounts& c) {
@@ -96,8 +124,9 @@ absl::Status SweepMerger::Add(const ShardResult& r) {
         ") has baseline ", BaselineString(r.baseline), " but shard ",
         first->second.shard, " (from ",
         first->second.replica.empty() ? "?" : first->second.replica, ") has ",
-        BaselineString(first->second.counts),
-        " for the same examples: the replicas score differently (another "
+        BaselineString(first->second.counts), " for the same examples (",
+        BaselineDifference(r.baseline, first->second.counts),
+        "): the replicas score differently (another "
         "dtype, other weights or server version?); run the sweep on "
         "replicas of one identity"));
   }

@@ -144,16 +144,22 @@ TEST(SweepMergerTest, RefusesBaselinesThatDisagree) {
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   for (const char* part :
        {"shard m1-2:e0-2 (from bf16:50051)", "shard m0-1:e0-2 (from f32:50051)",
-        "the replicas score differently"}) {
+        "the replicas score differently",
+        "loss_sum differs by 0.00316 relative (tolerated: 1e-05)"}) {
     EXPECT_NE(s.message().find(part), std::string::npos) << s;
   }
+  // Equal counts are not named as a difference.
+  EXPECT_EQ(s.message().find("correct 2 vs"), std::string::npos) << s;
   // The refused shard counts nothing: the sweep is not complete.
   EXPECT_FALSE(loss.Finish().ok());
   // Another count of correct examples.
   SweepMerger correct(Masks(2), 2);
   ASSERT_TRUE(correct.Add(Shard2(0, 1, 2, 0.5, "a")).ok());
-  EXPECT_EQ(correct.Add(Shard2(1, 2, 1, 0.5, "b")).code(),
-            absl::StatusCode::kFailedPrecondition);
+  const absl::Status c = correct.Add(Shard2(1, 2, 1, 0.5, "b"));
+  EXPECT_EQ(c.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(c.message().find("correct 1 vs 2 (counts must be equal)"),
+            std::string::npos)
+      << c;
   // Float noise between identical replicas is not a disagreement.
   SweepMerger noise(Masks(2), 2);
   ASSERT_TRUE(noise.Add(Shard2(0, 1, 2, 0.6931, "a")).ok());

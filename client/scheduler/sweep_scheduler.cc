@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "client/scheduler/progress_log.h"
+#include "common/grpc_status.h"
 
 namespace bertology {
 namespace client {
@@ -66,6 +67,9 @@ struct ChannelState {
   int workers = 0;    // threads serving it now
   int consecutive_failures = 0;
   absl::Time down_until = absl::InfinitePast();
+  // Non-empty once the replica said it serves another model than the
+  // sweep's (its answer): it gets no more shards, whatever DNS says.
+  std::string refused;
 };
 
 class ScheduledSweep {
@@ -129,6 +133,7 @@ class ScheduledSweep {
 v1::SweepAblationRequest ScheduledSweep::Request(const Pending& p) const {
   v1::SweepAblationRequest r;
   r.set_model(job_.model);
+  r.set_model_identity(job_.model_identity);
   r.set_mode(job_.mode);
   if (job_.max_batch_rows > 0) {
     r.mutable_options()->set_max_batch_rows(job_.max_batch_rows);
@@ -249,6 +254,32 @@ void ScheduledSweep::Finished(int channel, Pending p, ShardAttempt attempt) {
   }
   const std::string where =
       absl::StrCat(executor_->channel_name(channel), ": ", status.ToString());
+  if (IsModelIdentityMismatch(status)) {
+    // This replica serves other weights (or dtype, or server version): it
+    // is refused by address, and the shard goes to the others without
+    // counting an attempt. With none left, the sweep stops naming them.
+    ch.refused = std::string(status.message());
+    ch.stats.last_error = status.ToString();
+    ch.down_until = absl::InfiniteFuture();
+    queue_.push_front(std::move(p));
+    bool any_left = false;
+    std::string refused;
+    for (const auto& [c, state] : channels_) {
+      if (!state.live) continue;
+      if (state.refused.empty())
+        any_left = true;
+      else
+        absl::StrAppend(&refused, "\n  ", state.stats.name, ": ",
+                        state.refused);
+    }
+    if (!any_left && fatal_.ok()) {
+      fatal_ = absl::FailedPreconditionError(
+          absl::StrCat("every replica serves another model than the sweep's (",
+                       job_.model_identity, "):", refused));
+    }
+    Report();
+    return;
+  }
   if (!IsRetryable(status)) {
     absl::StrAppend(&p.errors, "\n  attempt ", p.attempts + 1, " on ", where);
     if (fatal_.ok()) {
@@ -296,7 +327,8 @@ void ScheduledSweep::Worker(int channel) {
     absl::Duration backoff = absl::ZeroDuration();
     {
       absl::MutexLock lock(&mu_);
-      if (Done() || !channels_[channel].live) {
+      if (Done() || !channels_[channel].live ||
+          !channels_[channel].refused.empty()) {
         channels_[channel].workers--;
         return;
       }
@@ -346,6 +378,7 @@ void ScheduledSweep::ApplyChannels(
       if (state.stats.name.empty())
         state.stats.name = executor_->channel_name(c);
       state.live = true;
+      if (!state.refused.empty()) continue;
       // A new replica (a pod came up), or one back after it went away, gets
       // its own in-flight slots.
       const int slots = std::max(1, options_.max_inflight) *

@@ -167,7 +167,7 @@ TEST(SweepSchedulerTest, ResumesFromTheProgressFile) {
 
 TEST(SweepSchedulerTest, AProgressFileOfAnotherModelIdentityIsRefused) {
   SweepJob job = Job(6, 4);
-  job.model_identity = "model.safetensors:size=1:mtime=1;dtype=F32";
+  job.model_identity = "model.safetensors:sha256=aa;dtype=F32";
   const std::string path = absl::StrCat(
       ::testing::TempDir(), "/progress-identity-", getpid(), ".jsonl");
   std::remove(path.c_str());
@@ -179,7 +179,7 @@ TEST(SweepSchedulerTest, AProgressFileOfAnotherModelIdentityIsRefused) {
   // The same flags against other weights (or a BF16 replica): the file's
   // results are not this sweep's.
   SweepJob other = job;
-  other.model_identity = "model.safetensors:size=1:mtime=2;dtype=F32";
+  other.model_identity = "model.safetensors:sha256=bb;dtype=F32";
   EXPECT_NE(SweepFingerprint(job, o.sharding),
             SweepFingerprint(other, o.sharding));
   auto refused = ScheduleSweep(other, &exec, o);
@@ -192,6 +192,54 @@ TEST(SweepSchedulerTest, AProgressFileOfAnotherModelIdentityIsRefused) {
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_EQ(exec.total_calls(), calls);
   std::remove(path.c_str());
+}
+
+TEST(SweepSchedulerTest, AReplicaServingAnotherModelIsRefusedByAddress) {
+  SweepJob job = Job(12, 10);
+  job.model_identity = "model.safetensors:sha256=aa;dtype=F32;server=1";
+  SimulatedClock clock;
+  testing::FakeExecutor exec(3);
+  exec.ServeIdentity(0, job.model_identity);
+  exec.ServeIdentity(1, "model.safetensors:sha256=bb;dtype=F32;server=1");
+  exec.ServeIdentity(2, job.model_identity);
+  // Calls take real time, so every replica's workers take a shard at the
+  // start (20 shards, 6 workers) before any call ends.
+  exec.SetDelay(absl::Milliseconds(50));
+  auto run = ScheduleSweep(job, &exec, Options(&clock, 3, 2));
+  ASSERT_TRUE(run.ok()) << run.status();
+  ExpectSame(run->summary, SingleRun(job));
+  // Every request said which model it was planned against.
+  for (const auto& r : exec.requests()) {
+    EXPECT_EQ(r.model_identity(), job.model_identity);
+  }
+  // fake-1 refused the shards its two in-flight slots took and got no
+  // other; its refusal is in the report.
+  EXPECT_GE(exec.calls(1), 1);
+  EXPECT_LE(exec.calls(1), 2);
+  EXPECT_EQ(run->shards_by_peer.count("fake-1"), 0u);
+  for (const ChannelStats& c : run->channels) {
+    if (c.name != "fake-1") continue;
+    EXPECT_NE(c.last_error.find("model identity mismatch"), std::string::npos)
+        << c.last_error;
+    EXPECT_NE(c.last_error.find("sha256=bb"), std::string::npos);
+  }
+}
+
+TEST(SweepSchedulerTest, EveryReplicaServingAnotherModelStopsTheSweep) {
+  SweepJob job = Job(6, 4);
+  job.model_identity = "model.safetensors:sha256=aa;dtype=F32;server=1";
+  SimulatedClock clock;
+  testing::FakeExecutor exec(2);
+  exec.ServeIdentity(0, "model.safetensors:sha256=bb;dtype=F32;server=1");
+  exec.ServeIdentity(1, "model.safetensors:sha256=cc;dtype=F32;server=1");
+  auto run = ScheduleSweep(job, &exec, Options(&clock, 3, 2));
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(run.status().message().find("fake-0"), std::string::npos)
+      << run.status();
+  EXPECT_NE(run.status().message().find("fake-1"), std::string::npos);
+  EXPECT_NE(run.status().message().find("sha256=cc"), std::string::npos);
+  EXPECT_LE(exec.total_calls(), 4);  // two in-flight slots per replica
 }
 
 TEST(SweepSchedulerTest, ACutStreamResumesItsRemainingMasks) {

@@ -9,7 +9,6 @@
 #include "server/service/handlers.h"
 #include "server/service/model_registry.h"
 #include "server/service/reference_store.h"
-#include "server/service/version.h"
 
 namespace bertology {
 namespace {
@@ -62,8 +61,7 @@ void FillModelInfo(const ServedModel& served, bool is_default,
   for (const ReferenceStore::Info& info : served.references->List()) {
     FillReferenceStatistics(info, out->add_statistics());
   }
-  out->set_identity(
-      absl::StrCat(model.identity(), ";server=", kBertologyVersion));
+  out->set_identity(served.identity());
 }
 
 }  // namespace

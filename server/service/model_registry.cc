@@ -17,6 +17,7 @@
 #include "server/service/batcher.h"
 #include "server/service/reference_store.h"
 #include "server/service/row_budget.h"
+#include "server/service/version.h"
 
 namespace bertology {
 namespace {
@@ -62,6 +63,10 @@ absl::Status WarmUp(const Model& model, int passes, int batch_size) {
 }  // namespace
 
 ServedModel::ServedModel() = default;
+
+std::string ServedModel::identity() const {
+  return absl::StrCat(model->identity(), ";server=", kBertologyVersion);
+}
 ServedModel::~ServedModel() = default;
 
 ModelRegistry::~ModelRegistry() { Shutdown(); }

@@ -40,6 +40,10 @@ struct ServedModel {
   int sweep_workers = 1;
   // Reference statistics for mean / resample ablation (reference_store.h).
   std::unique_ptr<ReferenceStore> references;
+
+  // GetModelInfo's identity: the model's (weights digest, dtype,
+  // max_seq_len) and this server's version.
+  std::string identity() const;
 };
 
 struct ModelLoadOptions {

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/grpc_status.h"
 #include "server/core/model/model.h"
 #include "server/core/status_macros.h"
 #include "server/core/sweep/sweep.h"
@@ -259,6 +260,11 @@ absl::Status HandleSweepAblation(const HandlerContext& ctx,
                                  const SweepStream& stream) {
   ASSIGN_OR_RETURN(const ServedModel* served,
                    ctx.models->Find(request.model()));
+  if (!request.model_identity().empty() &&
+      request.model_identity() != served->identity()) {
+    return ModelIdentityMismatchError(served->name, served->identity(),
+                                      request.model_identity());
+  }
   ASSIGN_OR_RETURN(const PlannedSweep plan, PlanSweep(ctx, *served, request));
   SweepOptions options;
   options.max_batch_rows = plan.max_batch_rows > 0 ? plan.max_batch_rows

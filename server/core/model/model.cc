@@ -1,6 +1,5 @@
 #include "server/core/model/model.h"
 
-#include <sys/stat.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/core/checkpoint/checkpoint.h"
+#include "server/core/checkpoint/file_digest.h"
 #include "server/core/model/bert_model.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model_tensors.h"
@@ -67,16 +67,17 @@ absl::StatusOr<std::pair<torch::ScalarType, std::string>> ResolveDtype(
       "--dtype=", requested, " is not one of auto, F32, F16, BF16"));
 }
 
-// See Model::identity(). Size and mtime, not a digest: hashing a 400 MB
-// BERT-base file would add seconds to every start-up, and a changed file
-// changes its mtime.
-std::string Identity(const std::string& weights_file, const std::string& dtype,
-                     int max_seq_len) {
-  struct stat st {};
-  const bool ok = ::stat(weights_file.c_str(), &st) == 0;
+// See Model::identity(). The weights' content digest, not their size and
+// mtime: copies of one checkpoint (an init container's `cp -R`, another
+// volume) must be one model to the sweep scheduler, the merger and the
+// statistics ids. Read once at load; about as long as reading the file
+// (README, Operations, has the figure for BERT-base).
+absl::StatusOr<std::string> Identity(const std::string& weights_file,
+                                     const std::string& dtype,
+                                     int max_seq_len) {
+  ASSIGN_OR_RETURN(std::string digest, FileSha256(weights_file));
   return absl::StrCat(std::filesystem::path(weights_file).filename().string(),
-                      ":size=", ok ? st.st_size : 0,
-                      ":mtime=", ok ? st.st_mtime : 0, ";dtype=", dtype,
+                      ":sha256=", digest, ";dtype=", dtype,
                       ";max_seq_len=", max_seq_len);
 }
 
@@ -112,8 +113,9 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
   model->max_seq_len_ =
       options.max_seq_len == 0 ? max_pos : options.max_seq_len;
 
-  model->identity_ =
-      Identity(checkpoint.weights_file, dtype.second, model->max_seq_len_);
+  ASSIGN_OR_RETURN(
+      model->identity_,
+      Identity(checkpoint.weights_file, dtype.second, model->max_seq_len_));
 
   model->tokenizer_ =
       std::make_unique<Tokenizer>(std::move(vocab), checkpoint.tokenizer);

@@ -90,9 +90,9 @@ class Model {
     return head_.unused_keys;
   }
   // What decides this model's numbers besides the code: the weights file's
-  // name, size and modification time, the compute dtype and max_seq_len,
-  // e.g. "model.safetensors:size=1234:mtime=1700000000;dtype=F32;
-  // max_seq_len=128".
+  // name and SHA-256 (its content: copies are the same model), the compute
+  // dtype and max_seq_len, e.g. "model.safetensors:sha256=9f86d0...;
+  // dtype=F32;max_seq_len=128".
   const std::string& identity() const { return identity_; }
   int max_seq_len() const { return max_seq_len_; }
   const std::string& device() const { return device_name_; }

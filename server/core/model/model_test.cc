@@ -3,9 +3,12 @@
 #include "server/core/model/model.h"
 
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -450,6 +453,40 @@ TEST_F(GoldenModelTest, ForwardIsSafeFromManyThreads) {
   }
   for (std::thread& t : threads) t.join();
   for (double d : diffs) EXPECT_LT(d, kLogitTol);
+}
+
+// The identity is the weights' content: a copy elsewhere, written later
+// (cp -R in an init container), is the same model; one changed byte is not.
+TEST(ModelLoadTest, IdentityIsTheWeightsContent) {
+  namespace fs = std::filesystem;
+  const fs::path copy = fs::path(::testing::TempDir()) /
+                        ("identity-copy-" + std::to_string(::getpid()));
+  fs::remove_all(copy);
+  fs::copy(GoldenModelDir(), copy, fs::copy_options::recursive);
+  fs::last_write_time(copy / "model.safetensors",
+                      fs::file_time_type::clock::now() + std::chrono::hours(1));
+  ModelOptions options;
+  options.dir = GoldenModelDir();
+  auto original = Model::Load(options);
+  ASSERT_TRUE(original.ok()) << original.status();
+  options.dir = copy.string();
+  auto copied = Model::Load(options);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_EQ((*original)->identity(), (*copied)->identity());
+  EXPECT_THAT((*original)->identity(),
+              ::testing::StartsWith("model.safetensors:sha256="));
+  {
+    // The last byte is inside the last tensor's data (safetensors has no
+    // trailer): a weight changes, the file still loads.
+    std::fstream f(copy / "model.safetensors",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('\x3f');
+  }
+  auto edited = Model::Load(options);
+  ASSERT_TRUE(edited.ok()) << edited.status();
+  EXPECT_NE((*original)->identity(), (*edited)->identity());
+  fs::remove_all(copy);
 }
 
 TEST(ModelLoadTest, DeviceAndDtypeOptions) {
