@@ -1238,8 +1238,7 @@ def check_wait_commands(rel, text):
     return ["%s:%d: kubectl wait --for=condition=complete only ends when the "
             "Job completes; it waits out its timeout when an index fails" %
             (rel, i + 1) for i, line in enumerate(text.splitlines())
-            if "wait" in line and "--for=condition=complete" in line and
-            "alone" not in line]
+            if "wait" in line and "--for=condition=complete" in line]
 
 
 # --------------------------------------------------------------- self-test

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -357,22 +358,27 @@ TEST_F(CliE2eTest, PatchWritesTableJsonCsvAndHeatmap) {
   EXPECT_TRUE(Contains(r.err, "tokens")) << Describe(r);
 }
 
+// A single-head sweep of WriteDataset's file in shards of 2 masks x 3
+// examples: the flags every part and merge of one sweep must share.
+std::vector<std::string> ShardedSweepFlags(const fs::path& data) {
+  return {"--data",
+          data.string(),
+          "--text-a=sentence1",
+          "--text-b=sentence2",
+          "--label=label",
+          "--heads",
+          "--masks-per-shard=2",
+          "--examples-per-shard=3"};
+}
+
 // The Indexed Job path as deploy/k8s/sweep runs it: each part with
 // --part=I/N into its own progress file, serving its progress on
 // --metrics-listen; then the merge with --merge-from over a glob of the
 // parts. The merged CSV must be the plain run's, byte for byte.
 TEST_F(CliE2eTest, IndexedJobPartsMergeToThePlainRun) {
   const fs::path data = WriteDataset(dir_);
-  const std::vector<std::string> sweep = {"--data",
-                                          data.string(),
-                                          "--text-a=sentence1",
-                                          "--text-b=sentence2",
-                                          "--label=label",
-                                          "--heads",
-                                          "--layers",
-                                          "--masks-per-shard=2",
-                                          "--examples-per-shard=3",
-                                          "--quiet"};
+  std::vector<std::string> sweep = ShardedSweepFlags(data);
+  sweep.insert(sweep.end(), {"--layers", "--quiet"});
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = sweep;
     args.insert(args.end(), extra.begin(), extra.end());
@@ -441,6 +447,85 @@ TEST_F(CliE2eTest, IndexedJobPartsMergeToThePlainRun) {
                     "--part=0/2", "--progress-file=x.jsonl"});
   EXPECT_EQ(bad.exit_code, 2) << Describe(bad);
   EXPECT_TRUE(Contains(bad.err, "--masks-per-shard")) << Describe(bad);
+}
+
+// A sweep Job's path through real servers: the parts' folder does not
+// exist yet (a fresh volume); a part written against one replica is merged
+// through another serving a copy of the model (cp -R: same bytes, another
+// mtime); a replica serving other weights under the same name is refused
+// by address while the others finish the sweep.
+TEST_F(CliE2eTest, PartsSurviveAFreshVolumeCopiedModelsAndAForeignReplica) {
+  const fs::path copy = dir_ / "copy";
+  const fs::path edited = dir_ / "edited";
+  for (const fs::path& d : {copy, edited}) {
+    fs::copy(GoldenModelDir(), d, fs::copy_options::recursive);
+    fs::last_write_time(
+        d / "model.safetensors",
+        fs::file_time_type::clock::now() + std::chrono::hours(1));
+  }
+  {
+    // One weight changes (the last byte is tensor data); the file loads.
+    std::fstream f(edited / "model.safetensors",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('\x3f');
+  }
+  auto copied = ServerProcess::Start({"--model=tiny=" + copy.string()});
+  auto foreign = ServerProcess::Start({"--model=tiny=" + edited.string()});
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  ASSERT_TRUE(foreign.ok()) << foreign.status();
+  ASSERT_TRUE((*copied)->WaitServing().ok()) << (*copied)->Log();
+  ASSERT_TRUE((*foreign)->WaitServing().ok()) << (*foreign)->Log();
+
+  const fs::path data = WriteDataset(dir_);
+  const std::vector<std::string> sweep = ShardedSweepFlags(data);
+  auto run = [&](const std::string& target, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"sweep", "--target=" + target};
+    args.insert(args.end(), sweep.begin(), sweep.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCli(args);
+  };
+  CliResult plain = run(server_->address(), {"--quiet", "--out-csv",
+                                             (dir_ / "plain.csv").string()});
+  ASSERT_EQ(plain.exit_code, 0) << Describe(plain);
+
+  const fs::path parts = dir_ / "fresh-volume" / "run";
+  ASSERT_FALSE(fs::exists(parts.parent_path()));
+  CliResult part0 =
+      run(server_->address(),
+          {"--quiet", "--part=0/2",
+           "--progress-file=" + (parts / "part-0.progress.jsonl").string()});
+  ASSERT_EQ(part0.exit_code, 0) << Describe(part0);
+  CliResult part1 =
+      run((*copied)->address(),
+          {"--quiet", "--part=1/2",
+           "--progress-file=" + (parts / "part-1.progress.jsonl").string()});
+  ASSERT_EQ(part1.exit_code, 0) << Describe(part1);
+  CliResult merged = run(
+      (*copied)->address(),
+      {"--quiet", "--merge-from=" + (parts / "part-*.progress.jsonl").string(),
+       "--out-csv", (dir_ / "merged.csv").string()});
+  ASSERT_EQ(merged.exit_code, 0) << Describe(merged);
+  EXPECT_EQ(ReadFile(dir_ / "merged.csv"), ReadFile(dir_ / "plain.csv"));
+
+  // Other weights under the same name are another sweep: the parts are
+  // refused by a merge through that replica.
+  CliResult other =
+      run((*foreign)->address(),
+          {"--quiet",
+           "--merge-from=" + (parts / "part-*.progress.jsonl").string()});
+  EXPECT_NE(other.exit_code, 0) << Describe(other);
+  EXPECT_TRUE(Contains(other.err, "another sweep")) << Describe(other);
+
+  // The sweep's identity is the first replica's; the foreign one serves
+  // none of the results (whether it is asked before the other finishes
+  // depends on the threads; scheduler_test pins the refusal itself).
+  CliResult listed = run(server_->address() + "," + (*foreign)->address(),
+                         {"--out-csv", (dir_ / "listed.csv").string()});
+  ASSERT_EQ(listed.exit_code, 0) << Describe(listed);
+  EXPECT_EQ(ReadFile(dir_ / "listed.csv"), ReadFile(dir_ / "plain.csv"));
+  EXPECT_TRUE(Contains(listed.err, (*foreign)->address() + ": 0 shards"))
+      << Describe(listed);
 }
 
 TEST_F(CliE2eTest, UsageErrorsExit2) {

@@ -346,8 +346,9 @@ void PrintRunSummary(const SweepSetup& setup, const SweepReport& run) {
                run.shards_total, run.shards_resumed, run.retries,
                run.masks_resumed);
   for (const ChannelStats& c : run.channels) {
-    std::fprintf(stderr, "  %s: %d shards, %d failures\n", c.name.c_str(),
-                 c.shards_ok, c.failures);
+    std::fprintf(stderr, "  %s: %d shards, %d failures%s%s\n", c.name.c_str(),
+                 c.shards_ok, c.failures,
+                 c.refused.empty() ? "" : "; refused: ", c.refused.c_str());
   }
 }
 

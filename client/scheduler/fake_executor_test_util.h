@@ -84,6 +84,12 @@ class FakeExecutor : public ShardExecutor {
     absl::MutexLock lock(&mu_);
     identity_[channel] = std::move(identity);
   }
+  // Calls on other channels wait until `channel` has been called once (a
+  // test that needs `channel` asked, however the threads are scheduled).
+  void HoldUntilCalled(int channel) {
+    absl::MutexLock lock(&mu_);
+    hold_for_ = channel;
+  }
   // Every call fails with `status` (after `ok_calls` successful ones).
   void FailAll(absl::Status status, int ok_calls = 0) {
     absl::MutexLock lock(&mu_);
@@ -129,6 +135,9 @@ class FakeExecutor : public ShardExecutor {
     absl::SleepFor(delay);
     {
       absl::MutexLock lock(&mu_);
+      if (hold_for_ >= 0 && channel != hold_for_) {
+        mu_.Await(absl::Condition(this, &FakeExecutor::HeldChannelCalled));
+      }
       calls_[channel]++;
       if (dead_[channel]) {
         attempt.status =
@@ -190,10 +199,15 @@ class FakeExecutor : public ShardExecutor {
   }
 
  private:
+  bool HeldChannelCalled() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return calls_[hold_for_] > 0;
+  }
+
   absl::Mutex mu_;
   std::vector<int> calls_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> dead_ ABSL_GUARDED_BY(mu_);
   std::map<int, std::string> identity_ ABSL_GUARDED_BY(mu_);
+  int hold_for_ ABSL_GUARDED_BY(mu_) = -1;
   absl::Status fail_all_ ABSL_GUARDED_BY(mu_);
   int ok_calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int> live_ ABSL_GUARDED_BY(mu_);

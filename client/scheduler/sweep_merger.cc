@@ -33,17 +33,9 @@ MergedMask Finalize(const MaskCounts& c, const MaskCounts& base) {
   return m;
 }
 
-bool SameBaseline(const MaskCounts& a, const MaskCounts& b) {
-  const double scale = std::max(std::fabs(a.loss_sum), std::fabs(b.loss_sum));
-  return a.examples == b.examples && a.scored == b.scored &&
-         a.correct == b.correct &&
-         std::fabs(a.loss_sum - b.loss_sum) <=
-             SweepMerger::kBaselineLossTolerance * scale;
-}
-
-// What differs between two baselines of one example chunk, in the terms of
-// SameBaseline: the integer counts exactly, the loss sum relative to the
-// tolerance.
+// What differs between two baselines of one example chunk, "" when they
+// are the same: the integer counts exactly, the loss sum within
+// kBaselineLossTolerance relative to the larger one.
 std::string BaselineDifference(const MaskCounts& a, const MaskCounts& b) {
   std::vector<std::string> out;
   if (a.examples != b.examples) {
@@ -56,13 +48,12 @@ std::string BaselineDifference(const MaskCounts& a, const MaskCounts& b) {
     out.push_back(absl::StrCat("correct ", a.correct, " vs ", b.correct,
                                " (counts must be equal)"));
   }
+  const double gap = std::fabs(a.loss_sum - b.loss_sum);
   const double scale = std::max(std::fabs(a.loss_sum), std::fabs(b.loss_sum));
-  const double rel =
-      scale > 0 ? std::fabs(a.loss_sum - b.loss_sum) / scale : 0.0;
-  if (rel > SweepMerger::kBaselineLossTolerance) {
+  if (gap > SweepMerger::kBaselineLossTolerance * scale) {
     out.push_back(
         absl::StrFormat("loss_sum differs by %.3g relative (tolerated: %.3g)",
-                        rel, SweepMerger::kBaselineLossTolerance));
+                        gap / scale, SweepMerger::kBaselineLossTolerance));
   }
   return absl::StrJoin(out, ", ");
 }
@@ -118,14 +109,16 @@ absl::Status SweepMerger::Add(const ShardResult& r) {
   // lowest mask index's, whatever order they came in.
   const Baseline given{r.baseline, s.mask_begin, key, r.replica};
   const auto [first, inserted] = baseline_.emplace(chunk, given);
-  if (!inserted && !SameBaseline(first->second.counts, r.baseline)) {
+  const std::string difference =
+      inserted ? "" : BaselineDifference(r.baseline, first->second.counts);
+  if (!difference.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "shard ", key, " (from ", r.replica.empty() ? "?" : r.replica,
         ") has baseline ", BaselineString(r.baseline), " but shard ",
         first->second.shard, " (from ",
         first->second.replica.empty() ? "?" : first->second.replica, ") has ",
         BaselineString(first->second.counts), " for the same examples (",
-        BaselineDifference(r.baseline, first->second.counts),
+        difference,
         "): the replicas score differently (another "
         "dtype, other weights or server version?); run the sweep on "
         "replicas of one identity"));

@@ -67,9 +67,6 @@ struct ChannelState {
   int workers = 0;    // threads serving it now
   int consecutive_failures = 0;
   absl::Time down_until = absl::InfinitePast();
-  // Non-empty once the replica said it serves another model than the
-  // sweep's (its answer): it gets no more shards, whatever DNS says.
-  std::string refused;
 };
 
 class ScheduledSweep {
@@ -258,19 +255,18 @@ void ScheduledSweep::Finished(int channel, Pending p, ShardAttempt attempt) {
     // This replica serves other weights (or dtype, or server version): it
     // is refused by address, and the shard goes to the others without
     // counting an attempt. With none left, the sweep stops naming them.
-    ch.refused = std::string(status.message());
-    ch.stats.last_error = status.ToString();
+    ch.stats.refused = std::string(status.message());
     ch.down_until = absl::InfiniteFuture();
     queue_.push_front(std::move(p));
     bool any_left = false;
     std::string refused;
     for (const auto& [c, state] : channels_) {
       if (!state.live) continue;
-      if (state.refused.empty())
+      if (state.stats.refused.empty())
         any_left = true;
       else
         absl::StrAppend(&refused, "\n  ", state.stats.name, ": ",
-                        state.refused);
+                        state.stats.refused);
     }
     if (!any_left && fatal_.ok()) {
       fatal_ = absl::FailedPreconditionError(
@@ -328,7 +324,7 @@ void ScheduledSweep::Worker(int channel) {
     {
       absl::MutexLock lock(&mu_);
       if (Done() || !channels_[channel].live ||
-          !channels_[channel].refused.empty()) {
+          !channels_[channel].stats.refused.empty()) {
         channels_[channel].workers--;
         return;
       }
@@ -378,7 +374,7 @@ void ScheduledSweep::ApplyChannels(
       if (state.stats.name.empty())
         state.stats.name = executor_->channel_name(c);
       state.live = true;
-      if (!state.refused.empty()) continue;
+      if (!state.stats.refused.empty()) continue;
       // A new replica (a pod came up), or one back after it went away, gets
       // its own in-flight slots.
       const int slots = std::max(1, options_.max_inflight) *

@@ -106,6 +106,9 @@ struct ChannelStats {
   int shards_ok = 0;
   int failures = 0;
   std::string last_error;
+  // Non-empty once the replica answered that it serves another model than
+  // the sweep's (its message): it gets no more shards, whatever DNS says.
+  std::string refused;
 };
 
 struct SweepReport {

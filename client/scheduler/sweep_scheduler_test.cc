@@ -202,9 +202,9 @@ TEST(SweepSchedulerTest, AReplicaServingAnotherModelIsRefusedByAddress) {
   exec.ServeIdentity(0, job.model_identity);
   exec.ServeIdentity(1, "model.safetensors:sha256=bb;dtype=F32;server=1");
   exec.ServeIdentity(2, job.model_identity);
-  // Calls take real time, so every replica's workers take a shard at the
-  // start (20 shards, 6 workers) before any call ends.
-  exec.SetDelay(absl::Milliseconds(50));
+  // The other replicas answer only once fake-1 has been asked, so fake-1
+  // is asked (and refuses) whatever the threads' timing.
+  exec.HoldUntilCalled(1);
   auto run = ScheduleSweep(job, &exec, Options(&clock, 3, 2));
   ASSERT_TRUE(run.ok()) << run.status();
   ExpectSame(run->summary, SingleRun(job));
@@ -217,12 +217,18 @@ TEST(SweepSchedulerTest, AReplicaServingAnotherModelIsRefusedByAddress) {
   EXPECT_GE(exec.calls(1), 1);
   EXPECT_LE(exec.calls(1), 2);
   EXPECT_EQ(run->shards_by_peer.count("fake-1"), 0u);
+  int refused = 0;
   for (const ChannelStats& c : run->channels) {
-    if (c.name != "fake-1") continue;
-    EXPECT_NE(c.last_error.find("model identity mismatch"), std::string::npos)
-        << c.last_error;
-    EXPECT_NE(c.last_error.find("sha256=bb"), std::string::npos);
+    if (c.name != "fake-1") {
+      EXPECT_EQ(c.refused, "") << c.name;
+      continue;
+    }
+    ++refused;
+    EXPECT_NE(c.refused.find("model identity mismatch"), std::string::npos)
+        << c.refused;
+    EXPECT_NE(c.refused.find("sha256=bb"), std::string::npos);
   }
+  EXPECT_EQ(refused, 1);
 }
 
 TEST(SweepSchedulerTest, EveryReplicaServingAnotherModelStopsTheSweep) {

@@ -63,11 +63,11 @@ absl::Status WarmUp(const Model& model, int passes, int batch_size) {
 }  // namespace
 
 ServedModel::ServedModel() = default;
+ServedModel::~ServedModel() = default;
 
 std::string ServedModel::identity() const {
   return absl::StrCat(model->identity(), ";server=", kBertologyVersion);
 }
-ServedModel::~ServedModel() = default;
 
 ModelRegistry::~ModelRegistry() { Shutdown(); }
 

@@ -260,10 +260,12 @@ absl::Status HandleSweepAblation(const HandlerContext& ctx,
                                  const SweepStream& stream) {
   ASSIGN_OR_RETURN(const ServedModel* served,
                    ctx.models->Find(request.model()));
-  if (!request.model_identity().empty() &&
-      request.model_identity() != served->identity()) {
-    return ModelIdentityMismatchError(served->name, served->identity(),
-                                      request.model_identity());
+  if (!request.model_identity().empty()) {
+    const std::string identity = served->identity();
+    if (request.model_identity() != identity) {
+      return ModelIdentityMismatchError(served->name, identity,
+                                        request.model_identity());
+    }
   }
   ASSIGN_OR_RETURN(const PlannedSweep plan, PlanSweep(ctx, *served, request));
   SweepOptions options;

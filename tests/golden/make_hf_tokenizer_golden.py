@@ -104,16 +104,17 @@ class Tokenizers:
 
     def __init__(self, fixture_dir):
         self.fixture_dir = fixture_dir
-        self.tmp = tempfile.mkdtemp(prefix="hf-tokenizer-golden-")
+        # The tiny vocabulary as a file, removed with this object.
+        self._tmp = tempfile.TemporaryDirectory(prefix="hf-tokenizer-golden-")
+        self.tiny_vocab = os.path.join(self._tmp.name, "tiny-vocab.txt")
+        with open(self.tiny_vocab, "w", encoding="utf-8") as f:
+            f.write("\n".join(TINY_VOCAB) + "\n")
         self.cache = {}
 
     def vocab_file(self, vocab):
-        if vocab != TINY:
-            return os.path.join(self.fixture_dir, vocab)
-        path = os.path.join(self.tmp, "tiny-vocab.txt")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write("\n".join(TINY_VOCAB) + "\n")
-        return path
+        if vocab == TINY:
+            return self.tiny_vocab
+        return os.path.join(self.fixture_dir, vocab)
 
     def get(self, vocab, options):
         key = (vocab, json.dumps(options, sort_keys=True))
@@ -127,7 +128,7 @@ class Tokenizers:
 
 def engine_follows(text, special_tokens=()):
     """Which HF tokenizer the engine matches where the two differ; the
-    differences seen with the pinned versions have two causes:
+    differences seen with the pinned versions have three causes:
     - the slow BertTokenizer NFC-normalizes the text first (transformers
       >= 4.3x), the tokenizers crate does not: the engine follows the fast
       one (AutoTokenizer's default);

@@ -407,6 +407,39 @@ TEST_F(ServiceTest, SweepAblation) {
 // baseline: the server scores the same baseline, to the bit, for a shard
 // of first-layer heads and for one of last-layer heads (whose baseline pass
 // once ran the last layer in full instead of for [CLS] alone).
+// A sweep carrying the identity it was planned against runs on a server
+// serving that identity and is refused, before any event, by one serving
+// another (the scheduler then sends the shard to other replicas).
+TEST_F(ServiceTest, SweepRefusesAnotherModelIdentity) {
+  grpc::ClientContext info_context;
+  v1::GetModelInfoRequest info_request;
+  info_request.set_model("tiny");
+  v1::GetModelInfoResponse info;
+  ASSERT_TRUE(stub_->GetModelInfo(&info_context, info_request, &info).ok());
+  const std::string identity = info.models(0).identity();
+  EXPECT_NE(identity.find("model.safetensors:sha256="), std::string::npos)
+      << identity;
+
+  v1::SweepAblationRequest request;
+  AddLabeledTexts(&request);
+  request.add_masks()->mutable_all_layers();
+  request.set_model_identity(identity);
+  std::vector<v1::SweepAblationResponse> events;
+  grpc::Status ok = Sweep(request, &events);
+  ASSERT_TRUE(ok.ok()) << ok.error_message();
+  EXPECT_FALSE(events.empty());
+
+  request.set_model_identity(identity + "-other");
+  events.clear();
+  grpc::Status refused = Sweep(request, &events);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(refused.error_message().rfind("model identity mismatch: ", 0), 0u)
+      << refused.error_message();
+  EXPECT_NE(refused.error_message().find(identity + "-other"),
+            std::string::npos);
+  EXPECT_TRUE(events.empty());
+}
+
 TEST_F(ServiceTest, SweepBaselineDoesNotDependOnTheMasks) {
   auto baseline_beside = [&](int layer) {
     v1::SweepAblationRequest request;

@@ -71,7 +71,7 @@ absl::StatusOr<std::pair<torch::ScalarType, std::string>> ResolveDtype(
 // mtime: copies of one checkpoint (an init container's `cp -R`, another
 // volume) must be one model to the sweep scheduler, the merger and the
 // statistics ids. Read once at load; about as long as reading the file
-// (README, Operations, has the figure for BERT-base).
+// again (README, "Your own checkpoint", has the figure for BERT-base).
 absl::StatusOr<std::string> Identity(const std::string& weights_file,
                                      const std::string& dtype,
                                      int max_seq_len) {
