@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build test test-venv demo bench model card format clean \
-	check-libtorch-prefix soak test-asan test-asan-quick fuzz
+	check-libtorch-prefix soak test-asan test-asan-quick fuzz image image-test
 
 # The sanitizer build (clang, ASan + UBSan, libFuzzer targets): one folder
 # for `make test`'s part (the asan_quick label: parser and service unit
@@ -78,6 +78,19 @@ soak: build
 
 demo: build
 	scripts/demo.sh $(BUILD_DIR)
+
+# The server image (docker/Dockerfile) with podman, or docker where a daemon
+# answers; podman builds on a base image made from Debian's archive
+# (scripts/make-base-image.sh). IMAGE, ENGINE and BASE_IMAGE override.
+image:
+	scripts/build-image.sh
+
+# The image run as an operator runs it (tests/image/image_test.py): read-only
+# and non-root, its HEALTHCHECK, the CLI in a second container, the sweep
+# Job's parts and merge, TLS and tokens, the drain on stop. Needs root for
+# podman and the host binaries to compare with. Not part of `make test`.
+image-test: build image
+	BERTOLOGY_BIN_DIR=$(abspath $(BUILD_DIR))/bin scripts/image-test.sh
 
 bench: build test-venv
 	scripts/bench.sh $(BUILD_DIR)

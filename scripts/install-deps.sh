@@ -10,16 +10,20 @@
 #   install-deps.sh --no-torch    ...without Debian's libtorch-dev, for a
 #                                 libtorch given by -DCMAKE_PREFIX_PATH
 #                                 (docker/Dockerfile.cuda)
+#   install-deps.sh --image       only what `make image` / `make image-test`
+#                                 need where no Docker daemon runs: podman,
+#                                 runc and debootstrap
 #   install-deps.sh --list [...]  print the packages the options select
 #                                 and exit (deploy/validate.py checks them)
 set -euo pipefail
 
-BUILD_ONLY=0 NO_TORCH=0 LIST=0
+BUILD_ONLY=0 NO_TORCH=0 LIST=0 IMAGE=0
 for arg in "$@"; do
   case "$arg" in
     --build-only) BUILD_ONLY=1 ;;
     --no-torch) NO_TORCH=1 ;;
     --list) LIST=1 ;;
+    --image) IMAGE=1 ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -65,6 +69,14 @@ TEST_PKGS=(
 # Installed without recommends: their recommends pull in hundreds of MB.
 NORECOMMENDS_PKGS=(prometheus chromium)
 
+if [ "$IMAGE" = 1 ]; then
+  # Debian 12's podman (4.3) with runc (docker/podman-containers.conf says
+  # why not crun), and debootstrap for the base image
+  # (scripts/make-base-image.sh).
+  BUILD_PKGS=(podman runc debootstrap)
+  TEST_PKGS=()
+  NORECOMMENDS_PKGS=()
+fi
 if [ "$NO_TORCH" = 1 ]; then
   kept=()
   for p in "${BUILD_PKGS[@]}"; do [ "$p" = libtorch-dev ] || kept+=("$p"); done
@@ -75,7 +87,7 @@ if [ "$BUILD_ONLY" = 1 ]; then
   # Build packages without their recommends (a leaner image stage).
   NORECOMMENDS_PKGS=("${BUILD_PKGS[@]}")
   BUILD_PKGS=()
-else
+elif [ "$IMAGE" = 0 ]; then
   # The deploy test (deploy/validate.sh) renders the manifests with kubectl
   # and checks them with npm packages. Debian's kubernetes-client and npm
   # only where no kubectl / npm is on PATH: they conflict with other

@@ -37,9 +37,10 @@ def openssl(*args, cwd):
                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def make_pki(d):
+def make_pki(d, server_san="DNS:localhost,IP:127.0.0.1"):
     """Writes ca.pem, other-ca.pem, server.{pem,key}, client.{pem,key},
-    other-client.{pem,key} and expired.{pem,key} into `d`."""
+    other-client.{pem,key} and expired.{pem,key} into `d`; the server
+    certificate is for `server_san` (a subjectAltName value)."""
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
           "-nodes"]
     for ca in ("ca", "other-ca"):
@@ -55,7 +56,7 @@ def make_pki(d):
                 "-CAkey", ca + ".key", "-CAcreateserial", "-days", "2",
                 "-extfile", name + ".ext", "-out", name + ".pem", cwd=d)
 
-    leaf("server", "ca", "DNS:localhost,IP:127.0.0.1")
+    leaf("server", "ca", server_san)
     leaf("client", "ca", "DNS:client")
     leaf("other-client", "other-ca", "DNS:client")
     # `openssl x509` cannot back-date a certificate; `openssl ca` can.
