@@ -24,57 +24,13 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from bertology_client import Client  # noqa: E402
 from live_server import LiveServer, health  # noqa: E402
+from pki import make_pki  # noqa: E402
 
 MODEL = os.path.join(SOURCE, "tests", "golden", "tiny-bert-cls")
 FULL = "full-0123456789abcdef-token"
 READ = "read-0123456789abcdef-token"
 EXAMPLES = [("the film was good", "", 2), ("a bad plot", "", 0),
             ("it was fine", "", 1)]
-
-
-def openssl(*args, cwd):
-    subprocess.run(["openssl"] + list(args), cwd=cwd, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def make_pki(d, server_san="DNS:localhost,IP:127.0.0.1"):
-    """Writes ca.pem, other-ca.pem, server.{pem,key}, client.{pem,key},
-    other-client.{pem,key} and expired.{pem,key} into `d`; the server
-    certificate is for `server_san` (a subjectAltName value)."""
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-          "-nodes"]
-    for ca in ("ca", "other-ca"):
-        openssl("req", "-x509", *ec, "-keyout", ca + ".key", "-out",
-                ca + ".pem", "-days", "2", "-subj", "/CN=" + ca, cwd=d)
-
-    def leaf(name, ca, san):
-        openssl("req", "-new", *ec, "-keyout", name + ".key", "-out",
-                name + ".csr", "-subj", "/CN=" + name, cwd=d)
-        with open(os.path.join(d, name + ".ext"), "w") as f:
-            f.write("subjectAltName=%s\n" % san)
-        openssl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem",
-                "-CAkey", ca + ".key", "-CAcreateserial", "-days", "2",
-                "-extfile", name + ".ext", "-out", name + ".pem", cwd=d)
-
-    leaf("server", "ca", server_san)
-    leaf("client", "ca", "DNS:client")
-    leaf("other-client", "other-ca", "DNS:client")
-    # `openssl x509` cannot back-date a certificate; `openssl ca` can.
-    openssl("req", "-new", *ec, "-keyout", "expired.key", "-out",
-            "expired.csr", "-subj", "/CN=expired", cwd=d)
-    os.makedirs(os.path.join(d, "issued"))
-    open(os.path.join(d, "index.txt"), "w").close()
-    with open(os.path.join(d, "serial"), "w") as f:
-        f.write("1000\n")
-    with open(os.path.join(d, "ca.cnf"), "w") as f:
-        f.write("[ca]\ndefault_ca = own\n[own]\ndir = .\n"
-                "database = index.txt\nnew_certs_dir = issued\n"
-                "certificate = ca.pem\nprivate_key = ca.key\n"
-                "serial = serial\ndefault_md = sha256\npolicy = any\n"
-                "[any]\ncommonName = supplied\n")
-    openssl("ca", "-batch", "-config", "ca.cnf", "-in", "expired.csr",
-            "-out", "expired.pem", "-notext", "-startdate", "20200101000000Z",
-            "-enddate", "20200102000000Z", cwd=d)
 
 
 def write(path, text):
