@@ -17,7 +17,9 @@
 #      metric names, requests vs
 #      limits, the Dockerfiles; its self-test breaks copies on purpose and
 #      expects each break to be reported with the object and field;
-#   3. promtool checks the Prometheus config, rules and rule tests.
+#   3. promtool checks the Prometheus config, rules and rule tests, and
+#      evaluates the prometheus-adapter queries the HPA scales on
+#      (prometheus/adapter_queries.py, adapter-queries_test.yml).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$(dirname "$here")"
@@ -151,6 +153,13 @@ cd "$here/prometheus"
 promtool check config prometheus.yml
 promtool check rules bertology-rules.yml
 promtool test rules bertology-rules_test.yml
+# The HPA's metrics as prometheus-adapter computes them, evaluated.
+adapter=$(mktemp -d)
+trap 'rm -rf "$adapter"' EXIT
+"$py" adapter_queries.py ../k8s/examples/prometheus-adapter-rules.yaml \
+  "$adapter/adapter-queries.yml"
+cp adapter-queries_test.yml "$adapter/"
+promtool test rules "$adapter/adapter-queries_test.yml"
 # Debian's promtool is built without Kubernetes discovery.
 if out=$(promtool check config prometheus-kubernetes-sd.yml 2>&1); then
   echo "$out"

@@ -157,8 +157,18 @@ def help_flags(binary, args, pattern):
 
 def metric_names():
     """bertology_* metric names the server's code registers."""
+    return names_in(os.path.join(SOURCE, "server", "service", "*.cc"))
+
+
+def job_metric_names():
+    """bertology_* metric names `bertology sweep --metrics-listen` exports
+    (the sweep and merge Jobs' pods)."""
+    return names_in(os.path.join(SOURCE, "client", "cli", "sweep_metrics.cc"))
+
+
+def names_in(pattern):
     names = set()
-    for path in glob.glob(os.path.join(SOURCE, "server", "service", "*.cc")):
+    for path in glob.glob(pattern):
         if path.endswith("_test.cc"):
             continue
         with open(path) as f:
@@ -190,6 +200,7 @@ class Context:
         if err:
             self.errors.append(err)
         self.metrics = metric_names()
+        self.job_metrics = job_metric_names()
         with open(ADAPTER_RULES) as f:
             self.adapter = yaml.safe_load(f)
         with open(os.path.join(DEPLOY, "prometheus", "prometheus.yml")) as f:

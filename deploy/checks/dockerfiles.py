@@ -44,9 +44,14 @@ def copies(text):
     return out
 
 
+def expand_args(text, args):
+    """`text` with ${ARG} / $ARG replaced by the ARG defaults in `args`."""
+    return re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), m.group(0)),
+                  text)
+
+
 def pinned(image, args):
-    image = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), m.group(0)),
-                   image)
+    image = expand_args(image, args)
     if "@sha256:" in image:
         return True
     tag = image.rpartition(":")[2] if ":" in image.split("/")[-1] else ""
@@ -72,8 +77,10 @@ def check_dockerfile(rel, text, install_lists, out):
         return
     for name, image, body in st:
         if image not in names and not pinned(image, args):
+            given = expand_args(image, args)
             out.append("%s: FROM %s (stage %s) is not pinned to a digest or "
-                       "an exact version" % (rel, image, name))
+                       "an exact version" % (rel, image if given == image else
+                                             "%s = %s" % (image, given), name))
     logical = re.sub(r"\\\n", " ", text)
     for line in logical.splitlines():
         for cmd in re.split(r"&&|;", line):
@@ -146,8 +153,7 @@ def check_dockerfile(rel, text, install_lists, out):
 
 def check_cuda(rel, st, args, text, out):
     def sub(s):
-        return re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1),
-                                                          m.group(0)), s)
+        return expand_args(s, args)
     images = [sub(i) for _, i, _ in st]
     cuda = [re.match(r"nvidia/cuda:(\d+\.\d+\.\d+)-(\S*?)(devel|runtime|base)"
                      r"-(ubuntu[\d.]+)", i) for i in images]

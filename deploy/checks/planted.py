@@ -39,6 +39,14 @@ def drop_args(c, *prefixes):
     c["args"] = [a for a in c["args"] if not a.startswith(prefixes)]
 
 
+def hpa_metric(docs, kind):
+    """The HPA's metric of `kind` (Pods or External), its spec."""
+    for m in obj(docs, "HorizontalPodAutoscaler")["spec"]["metrics"]:
+        if m["type"] == kind:
+            return m[kind.lower()]
+    raise KeyError(kind)
+
+
 def server_cm(docs):
     ref = server_c(docs)["envFrom"][0]["configMapRef"]["name"]
     return obj(docs, "ConfigMap", ref)["data"]
@@ -69,12 +77,25 @@ CASES = {
         lambda d: server_cm(d).update(MAX_CONNECTION_AGE_GRACE_S="60"),
         ["Deployment/bertology-server", "MAX_CONNECTION_AGE_GRACE_S",
          "--shard-timeout"]),
-    "HPA metric not exported": (
-        "overlays/cpu", lambda d: obj(d, "HorizontalPodAutoscaler")["spec"][
-            "metrics"][0]["pods"]["metric"].update(
-                name="bertology_inflight_rowz"),
+    "HPA metric not served": (
+        "overlays/cpu", lambda d: hpa_metric(d, "Pods")["metric"].update(
+            name="bertology_queue_wait_seconds_meen"),
         ["HorizontalPodAutoscaler/bertology-server",
-         "bertology_inflight_rowz"]),
+         "bertology_queue_wait_seconds_meen", "custom rule"]),
+    "HPA on a load one sweep fills": (
+        "overlays/gpu", lambda d: hpa_metric(d, "Pods")["metric"].update(
+            name="bertology_inflight_rows"),
+        ["HorizontalPodAutoscaler/bertology-server",
+         "bertology_inflight_rows", "maxReplicas"]),
+    "HPA work left not served": (
+        "overlays/cpu", lambda d: hpa_metric(d, "External")["metric"].update(
+            name="bertology_sweep_pairs_left"),
+        ["HorizontalPodAutoscaler/bertology-server",
+         "bertology_sweep_pairs_left", "external rule"]),
+    "HPA work left as a Value": (
+        "overlays/cpu", lambda d: hpa_metric(d, "External").update(
+            target={"type": "Value", "value": "1500k"}),
+        ["HorizontalPodAutoscaler/bertology-server", "AverageValue"]),
     "probe port": (
         "overlays/cpu", lambda d: server_c(d)["readinessProbe"]["grpc"].update(
             port=1),
@@ -186,6 +207,11 @@ DOCKER_CASES = {
     "unpinned base": ("docker/Dockerfile", re.compile(r"^FROM (\S+)", re.M),
                       "FROM debian:12", ["docker/Dockerfile", "FROM debian:12",
                                          "pinned"]),
+    "unpinned base argument": ("docker/Dockerfile",
+                               re.compile(r"^ARG BASE_IMAGE=\S+", re.M),
+                               "ARG BASE_IMAGE=debian:bookworm-slim",
+                               ["docker/Dockerfile", "bookworm-slim",
+                                "pinned"]),
     "root user": ("docker/Dockerfile.cuda", re.compile(r"^USER .*$", re.M),
                   "USER root", ["docker/Dockerfile.cuda", "root"]),
     "recommends": ("docker/Dockerfile.cuda",

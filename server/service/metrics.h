@@ -73,13 +73,15 @@ class ServiceMetrics {
   // bertology_inflight_requests.
   void AddInflight(int delta);
   // One batched forward pass: bertology_batch_size and, per row,
-  // bertology_queue_wait_seconds.
+  // bertology_queue_wait_seconds (its mean per replica is the HPA's Pods
+  // metric: the name is part of the deploy contract).
   void RecordBatch(int rows, const std::vector<absl::Duration>& waits);
   // bertology_inflight_rows: (mask, example) rows accepted and not finished
   // on this replica: Classify rows handed to the batcher and not yet
   // answered, plus unscored pairs of running sweeps (added by StartSweep,
-  // taken back as they are scored or when the call ends). The HPA scales on
-  // it; the name is part of the deploy contract.
+  // taken back as they are scored or when the call ends). For dashboards,
+  // not the HPA: one sweep fills it on every replica, whatever their number
+  // (deploy/k8s/base/hpa.yaml).
   void AddInflightRows(int64_t delta);
   // bertology_examples_processed_total{model} (Classify inputs).
   void AddExamples(const std::string& model, int n);
