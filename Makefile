@@ -5,7 +5,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build test test-venv demo bench model card format clean \
-	check-libtorch-prefix soak test-asan test-asan-quick fuzz image image-test
+	check-libtorch-prefix soak test-asan test-asan-quick fuzz image image-test \
+	check-debian13
 
 # The sanitizer build (clang, ASan + UBSan, libFuzzer targets): one folder
 # for `make test`'s part (the asan_quick label: parser and service unit
@@ -13,7 +14,8 @@ CMAKE_FLAGS ?=
 # and `make fuzz` (each target FUZZ_SECONDS, one at a time).
 ASAN_BUILD_DIR ?= build-asan
 FUZZ_SECONDS ?= 300
-ASAN_CMAKE_FLAGS ?= -DCMAKE_CXX_COMPILER=clang++-14 -DBERTOLOGY_FUZZ=ON \
+LLVM_VERSION ?= $(shell scripts/install-deps.sh --llvm-version)
+ASAN_CMAKE_FLAGS ?= -DCMAKE_CXX_COMPILER=clang++-$(LLVM_VERSION) -DBERTOLOGY_FUZZ=ON \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only"
 SANITIZER_ENV = env $$(cat $(abspath $(ASAN_BUILD_DIR))/sanitizer.env)
@@ -84,6 +86,11 @@ demo: build
 # (scripts/make-base-image.sh). IMAGE, ENGINE and BASE_IMAGE override.
 image:
 	scripts/build-image.sh
+
+# The whole `make test` in Debian 13 (libtorch 2.6), in a podman container
+# made here (scripts/check-debian13.sh); build trees in build-debian13/.
+check-debian13:
+	scripts/check-debian13.sh
 
 # The image run as an operator runs it (tests/image/image_test.py): read-only
 # and non-root, its HEALTHCHECK, the CLI in a second container, the sweep

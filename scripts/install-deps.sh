@@ -13,21 +13,30 @@
 #   install-deps.sh --image       only what `make image` / `make image-test`
 #                                 need where no Docker daemon runs: podman,
 #                                 runc and debootstrap
+#   install-deps.sh --llvm-version  print the clang/LLVM major version of
+#                                 the sanitizer build on this release
 #   install-deps.sh --list [...]  print the packages the options select
 #                                 and exit (deploy/validate.py checks them)
 set -euo pipefail
 
-BUILD_ONLY=0 NO_TORCH=0 LIST=0 IMAGE=0
+BUILD_ONLY=0 NO_TORCH=0 LIST=0 IMAGE=0 LLVM_ONLY=0
 for arg in "$@"; do
   case "$arg" in
     --build-only) BUILD_ONLY=1 ;;
     --no-torch) NO_TORCH=1 ;;
     --list) LIST=1 ;;
     --image) IMAGE=1 ;;
+    --llvm-version) LLVM_ONLY=1 ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
 
+# The LLVM release of the sanitizer and fuzzing build: the one this Debian
+# release packages as clang-N / libclang-rt-N-dev / llvm-N (12: 14, 13: 19).
+# `--llvm-version` prints it (the Makefile's clang++-N).
+LLVM=14
+if grep -qs '^VERSION_CODENAME=trixie' /etc/os-release; then LLVM=19; fi
+if [ "$LLVM_ONLY" = 1 ]; then echo "$LLVM"; exit 0; fi
 # Build and runtime libraries.
 BUILD_PKGS=(
   build-essential cmake pkg-config
@@ -64,7 +73,7 @@ TEST_PKGS=(
   # The sanitizer and fuzzing build (build-asan/: make test's ASan part,
   # make test-asan, make fuzz): clang, its ASan/UBSan/libFuzzer run-times
   # and llvm-symbolizer for the reports' stacks.
-  clang-14 libclang-rt-14-dev llvm-14
+  "clang-$LLVM" "libclang-rt-$LLVM-dev" "llvm-$LLVM"
 )
 # Installed without recommends: their recommends pull in hundreds of MB.
 NORECOMMENDS_PKGS=(prometheus chromium)

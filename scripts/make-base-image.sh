@@ -6,9 +6,12 @@
 #
 #   scripts/make-base-image.sh            # -> localhost/debian:bookworm-minbase
 #   MIRROR=http://deb.debian.org/debian   # the archive debootstrap reads
+#   SUITE=trixie BASE_IMAGE=localhost/debian:trixie-minbase \
+#     scripts/make-base-image.sh          # Debian 13 (make check-debian13)
 set -euo pipefail
 source "$(dirname "$0")/container-engine.sh"
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
+SUITE=${SUITE:-bookworm}
 
 if [ "$ENGINE" != podman ]; then
   echo "make-base-image: $ENGINE builds on $BASE_IMAGE from its registry"
@@ -21,8 +24,8 @@ fi
 command -v debootstrap >/dev/null || "$ROOT/scripts/install-deps.sh" --image
 root=$(mktemp -d /var/tmp/bertology-base.XXXXXX)
 trap 'rm -rf "$root"' EXIT
-echo "make-base-image: debootstrap bookworm from $MIRROR"
-if ! debootstrap --variant=minbase bookworm "$root" "$MIRROR" \
+echo "make-base-image: debootstrap $SUITE from $MIRROR"
+if ! debootstrap --variant=minbase "$SUITE" "$root" "$MIRROR" \
     >"$root.log" 2>&1; then
   tail -20 "$root.log" >&2
   echo "make-base-image: debootstrap failed (log: $root.log)" >&2

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `make check-debian13`: the whole `make test` in Debian 13 (trixie), whose
+# libtorch is 2.6 (Debian 12's is 1.13), in a podman container made here:
+#   1. the base image from Debian's archive (scripts/make-base-image.sh,
+#      SUITE=trixie);
+#   2. docker/Dockerfile.debian13: the project's packages installed by
+#      scripts/install-deps.sh, cached as an image;
+#   3. the working tree (tracked and untracked, not ignored files) copied
+#      into build-debian13/src, and `make test` run there with the build
+#      trees kept in it, so a rerun builds only what changed.
+# ../shared (BERTOLOGY_SHARED_DIR) is mounted read-only for the fixtures.
+# Prints the time each step took.
+set -euo pipefail
+source "$(dirname "$0")/container-engine.sh"
+cd "$ROOT"
+[ "$ENGINE" = podman ] || { echo "check-debian13: needs podman" >&2; exit 2; }
+SHARED=${BERTOLOGY_SHARED_DIR:-$(cd "$ROOT/.." && pwd)/shared}
+DEV_IMAGE=localhost/bertology-dev:trixie
+WORK="$ROOT/build-debian13"
+
+t0=$(date +%s)
+SUITE=trixie BASE_IMAGE=localhost/debian:trixie-minbase \
+  scripts/make-base-image.sh
+t1=$(date +%s)
+$ENGINE build --network=host --format docker \
+  --build-arg BASE_IMAGE=localhost/debian:trixie-minbase \
+  -f docker/Dockerfile.debian13 -t "$DEV_IMAGE" \
+  --ignorefile docker/Dockerfile.dockerignore . >/dev/null
+t2=$(date +%s)
+mkdir -p "$WORK/src"
+# The tree as git sees it, without the build trees already in WORK/src.
+git ls-files -z --cached --others --exclude-standard |
+  tar --null -T - -cf - | tar -C "$WORK/src" -xf -
+mounts=(-v "$WORK:/work")
+[ -d "$SHARED" ] && mounts+=(-v "$SHARED:/shared:ro")
+set +e
+$ENGINE run --rm --network=host "${mounts[@]}" \
+  -e BERTOLOGY_SHARED_DIR=/shared -e JOBS="${JOBS:-$(nproc)}" \
+  -w /work/src "$DEV_IMAGE" make test
+rc=$?
+set -e
+t3=$(date +%s)
+echo "check-debian13: base image $((t1 - t0)) s, packages $((t2 - t1)) s," \
+  "make test $((t3 - t2)) s: $([ $rc = 0 ] && echo passed || echo "FAILED ($rc)")"
+exit $rc
