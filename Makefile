@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build test test-venv demo bench model card format clean \
 	check-libtorch-prefix soak test-asan test-asan-quick fuzz image image-test \
-	check-debian13
+	check-debian13 check-cuda-link
 
 # The sanitizer build (clang, ASan + UBSan, libFuzzer targets): one folder
 # for `make test`'s part (the asan_quick label: parser and service unit
@@ -91,6 +91,12 @@ image:
 # made here (scripts/check-debian13.sh); build trees in build-debian13/.
 check-debian13:
 	scripts/check-debian13.sh
+
+# bertology-server compiled and linked against the CUDA libtorch of PyPI's
+# torch wheel (a venv outside the tree) and this machine's CUDA toolkit,
+# then run on the CPU beside the Debian build (scripts/check-cuda-link.sh).
+check-cuda-link: build
+	scripts/check-cuda-link.sh
 
 # The image run as an operator runs it (tests/image/image_test.py): read-only
 # and non-root, its HEALTHCHECK, the CLI in a second container, the sweep

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Makes an unpacked official libtorch zip fit to build this project against:
 #   scripts/prepare-libtorch.sh /opt/libtorch
+# Also what scripts/check-cuda-link.sh runs on PyPI's torch wheel (the same
+# layout under torch/).
 # The zip's include/ carries PyTorch's bundled protobuf headers (3.13, in
 # include/google/protobuf). CMake passes Torch's include folders as
 # -isystem, which GCC searches before /usr/include, so every file of a
@@ -21,3 +23,12 @@ if [ -e "$prefix/include/google" ]; then
   echo "prepare-libtorch: removed the bundled protobuf headers" \
     "$prefix/include/google"
 fi
+# Its bin/ carries that protobuf's protoc (3.13) too, which CMake's
+# FindProtobuf takes from the prefix before /usr/bin's: the code it
+# generates does not build against the system's headers (CMakeLists.txt
+# stops at configure when the two differ).
+for p in "$prefix"/bin/protoc "$prefix"/bin/protoc-*; do
+  [ -e "$p" ] || continue
+  rm -f "$p"
+  echo "prepare-libtorch: removed the bundled protoc $p"
+done

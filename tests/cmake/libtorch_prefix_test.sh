@@ -35,8 +35,28 @@ grep -q '^#define PROTOBUF_VERSION 3013000$' \
   "$prefix/include/google/protobuf/port_def.inc" ||
   { echo "FAIL: could not lay out the bundled protobuf"; exit 1; }
 ln -s /usr/lib "$prefix/lib"
+# ...and that protobuf's protoc in bin/, which FindProtobuf finds first.
+mkdir -p "$prefix/bin"
+printf '#!/bin/sh\necho "libprotoc 3.13.0"\n' >"$prefix/bin/protoc"
+chmod +x "$prefix/bin/protoc"
 
-echo "== 1. configure the whole project with CMAKE_PREFIX_PATH=$prefix"
+echo "== 1. the bundled protoc stops the configure with the fix named"
+if cmake -S "$src" -B "$tmp/bundled" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DBERTOLOGY_BUILD_TESTS=OFF >"$tmp/bundled.log" 2>&1; then
+  echo "FAIL: configured with the prefix's protoc 3.13"; exit 1
+fi
+grep -q "prepare-libtorch.sh" "$tmp/bundled.log" ||
+  { cat "$tmp/bundled.log"; echo "FAIL: no message naming the fix"; exit 1; }
+echo "reproduced: $(grep -m1 -o 'protoc .* is 3.13.0[^.]*' "$tmp/bundled.log")"
+"$src/scripts/prepare-libtorch.sh" "$prefix"
+[ ! -e "$prefix/bin/protoc" ] ||
+  { echo "FAIL: prepare-libtorch.sh left bin/protoc"; exit 1; }
+# Headers back for step 3, which shows what their removal does.
+cp -R /usr/include/google "$prefix/include/google"
+sed -i 's/^#define PROTOBUF_VERSION [0-9]*$/#define PROTOBUF_VERSION 3013000/' \
+  "$prefix/include/google/protobuf/port_def.inc"
+
+echo "== 2. configure the whole project with CMAKE_PREFIX_PATH=$prefix"
 cmake -S "$src" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$prefix" \
   -DBERTOLOGY_BUILD_TESTS=OFF >"$tmp/configure.log" 2>&1 ||
   { cat "$tmp/configure.log"; exit 1; }
@@ -53,7 +73,7 @@ for t in bertology-server bertology bertology_model bertology_service; do
 done
 echo "OK: server, CLI, core and service targets against $prefix"
 
-echo "== 2. the bundled protobuf headers shadow the system's until removed"
+echo "== 3. the bundled protobuf headers shadow the system's until removed"
 gen="$tmp/gen"
 mkdir -p "$gen"
 protoc -I "$src/proto" --cpp_out="$gen" "$src/proto/bertology/v1/bertology.proto"
@@ -89,7 +109,7 @@ if [ "${1:-}" = "--build" ]; then
   echo "OK: bertology-server and bertology built and run against $prefix"
 fi
 
-echo "== 3. a pre-cxx11-ABI libtorch is refused"
+echo "== 4. a pre-cxx11-ABI libtorch is refused"
 old="$tmp/old-abi/share/cmake/Torch"
 mkdir -p "$old"
 cat >"$old/TorchConfig.cmake" <<'CMAKE'
