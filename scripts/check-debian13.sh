@@ -8,7 +8,8 @@
 #   3. the working tree (tracked and untracked, not ignored files) copied
 #      into build-debian13/src, and `make test` run there with the build
 #      trees kept in it, so a rerun builds only what changed.
-# ../shared (BERTOLOGY_SHARED_DIR) is mounted read-only for the fixtures.
+# ../shared (BERTOLOGY_SHARED_DIR) is mounted read-only beside the copy, for
+# the fixtures and the vendored npm cache.
 # Prints the time each step took.
 set -euo pipefail
 source "$(dirname "$0")/container-engine.sh"
@@ -32,10 +33,19 @@ mkdir -p "$WORK/src"
 git ls-files -z --cached --others --exclude-standard |
   tar --null -T - -cf - | tar -C "$WORK/src" -xf -
 mounts=(-v "$WORK:/work")
-[ -d "$SHARED" ] && mounts+=(-v "$SHARED:/shared:ro")
+# Where CMake looks by default: ../shared beside the checkout.
+[ -d "$SHARED" ] && mounts+=(-v "$SHARED:/work/shared:ro")
+# The host's CA bundle: where the host reaches PyPI through a TLS proxy it
+# trusts (these machines do), pip in the container must trust it too.
+ca=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
+if [ -f "$ca" ]; then
+  mounts+=(-v "$ca:/etc/ssl/host-ca.crt:ro" -e PIP_CERT=/etc/ssl/host-ca.crt
+           -e SSL_CERT_FILE=/etc/ssl/host-ca.crt
+           -e REQUESTS_CA_BUNDLE=/etc/ssl/host-ca.crt)
+fi
 set +e
 $ENGINE run --rm --network=host "${mounts[@]}" \
-  -e BERTOLOGY_SHARED_DIR=/shared -e JOBS="${JOBS:-$(nproc)}" \
+  -e BERTOLOGY_SHARED_DIR=/work/shared -e JOBS="${JOBS:-$(nproc)}" \
   -w /work/src "$DEV_IMAGE" make test
 rc=$?
 set -e
