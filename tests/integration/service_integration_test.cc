@@ -403,10 +403,6 @@ TEST_F(ServiceTest, SweepAblation) {
   EXPECT_NEAR(two.accuracy_delta(), two.accuracy() - baseline.accuracy(), 1e-9);
 }
 
-// The scheduler merges the shards of one example chunk against one
-// baseline: the server scores the same baseline, to the bit, for a shard
-// of first-layer heads and for one of last-layer heads (whose baseline pass
-// once ran the last layer in full instead of for [CLS] alone).
 // A sweep carrying the identity it was planned against runs on a server
 // serving that identity and is refused, before any event, by one serving
 // another (the scheduler then sends the shard to other replicas).
@@ -440,6 +436,10 @@ TEST_F(ServiceTest, SweepRefusesAnotherModelIdentity) {
   EXPECT_TRUE(events.empty());
 }
 
+// The scheduler merges the shards of one example chunk against one
+// baseline: the server scores the same baseline, to the bit, for a shard
+// of first-layer heads and for one of last-layer heads (whose baseline pass
+// once ran the last layer in full instead of for [CLS] alone).
 TEST_F(ServiceTest, SweepBaselineDoesNotDependOnTheMasks) {
   auto baseline_beside = [&](int layer) {
     v1::SweepAblationRequest request;
