@@ -47,6 +47,14 @@ def hpa_metric(docs, kind):
     raise KeyError(kind)
 
 
+def hpa_renamed(set_name, kind, name, reported):
+    """A case: the HPA's `kind` metric renamed to `name`; the report names
+    the HPA, the name and `reported`."""
+    return (set_name,
+            lambda d: hpa_metric(d, kind)["metric"].update(name=name),
+            ["HorizontalPodAutoscaler/bertology-server", name, reported])
+
+
 def server_cm(docs):
     ref = server_c(docs)["envFrom"][0]["configMapRef"]["name"]
     return obj(docs, "ConfigMap", ref)["data"]
@@ -77,21 +85,14 @@ CASES = {
         lambda d: server_cm(d).update(MAX_CONNECTION_AGE_GRACE_S="60"),
         ["Deployment/bertology-server", "MAX_CONNECTION_AGE_GRACE_S",
          "--shard-timeout"]),
-    "HPA metric not served": (
-        "overlays/cpu", lambda d: hpa_metric(d, "Pods")["metric"].update(
-            name="bertology_queue_wait_seconds_meen"),
-        ["HorizontalPodAutoscaler/bertology-server",
-         "bertology_queue_wait_seconds_meen", "custom rule"]),
-    "HPA on a load one sweep fills": (
-        "overlays/gpu", lambda d: hpa_metric(d, "Pods")["metric"].update(
-            name="bertology_inflight_rows"),
-        ["HorizontalPodAutoscaler/bertology-server",
-         "bertology_inflight_rows", "maxReplicas"]),
-    "HPA work left not served": (
-        "overlays/cpu", lambda d: hpa_metric(d, "External")["metric"].update(
-            name="bertology_sweep_pairs_left"),
-        ["HorizontalPodAutoscaler/bertology-server",
-         "bertology_sweep_pairs_left", "external rule"]),
+    "HPA metric not served": hpa_renamed(
+        "overlays/cpu", "Pods", "bertology_queue_wait_seconds_meen",
+        "custom rule"),
+    "HPA on a load one sweep fills": hpa_renamed(
+        "overlays/gpu", "Pods", "bertology_inflight_rows", "maxReplicas"),
+    "HPA work left not served": hpa_renamed(
+        "overlays/cpu", "External", "bertology_sweep_pairs_left",
+        "external rule"),
     "HPA work left as a Value": (
         "overlays/cpu", lambda d: hpa_metric(d, "External").update(
             target={"type": "Value", "value": "1500k"}),
