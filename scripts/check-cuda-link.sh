@@ -21,47 +21,57 @@ CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 export PATH="$CUDA_HOME/bin:$PATH"
 step() { echo "check-cuda-link: $*"; }
 
-t0=$(date +%s)
-if ! command -v nvcc >/dev/null; then
-  echo "check-cuda-link: no nvcc (CUDA toolkit) under $CUDA_HOME" >&2
-  exit 2
-fi
-[ -x "$TORCH_VENV/bin/python" ] || /usr/bin/python3 -m venv "$TORCH_VENV"
-# The whole wheel with its dependencies, as `pip install torch` gives a
-# user: libtorch_cuda.so needs cuSPARSELt, cuFile and NVSHMEM, which the
-# toolkit here lacks; the wheel's nvidia-* packages carry them.
-"$TORCH_VENV/bin/pip" install -q "$TORCH_SPEC"
-torch_dir=$("$TORCH_VENV/bin/python" -c \
-  'import os, torch; print(os.path.dirname(torch.__file__))')
-cuda=$("$TORCH_VENV/bin/python" -c 'import torch; print(torch.version.cuda)')
-step "torch $("$TORCH_VENV/bin/python" -c 'import torch; print(torch.__version__)')" \
-  "(CUDA $cuda) at $torch_dir; nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
-# The same fix as the official zip's: the bundled protobuf headers would
-# shadow the system's (scripts/prepare-libtorch.sh says why).
-scripts/prepare-libtorch.sh "$torch_dir"
-# The nvidia-* wheels' libraries, for the linker to resolve libtorch_cuda's
-# own dependencies (the loader finds them through libtorch's RPATH).
-nvidia_libs=$(find "$TORCH_VENV" -path '*/nvidia/*/lib' -type d | sort |
-  paste -sd: -)
-t1=$(date +%s)
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
-  -DBERTOLOGY_BUILD_TESTS=OFF -DCMAKE_PREFIX_PATH="$torch_dir" \
-  -UProtobuf_PROTOC_EXECUTABLE \
-  -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
-  -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$nvidia_libs" >/dev/null
-cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" \
-  --target bertology-server bertology
-t2=$(date +%s)
-server="$BUILD_DIR/bin/bertology-server"
-step "linked: $(readelf -d "$server" | grep -c NEEDED) libraries;" \
-  "$(ldd "$server" | grep -c 'not found') not found"
-ldd "$server" | grep -E 'libtorch_cuda|libc10_cuda|libcudart|libcudnn' || true
-if ldd "$server" | grep -q 'not found'; then
-  ldd "$server" | grep 'not found' >&2
-  exit 1
-fi
-"$TORCH_VENV/bin/python" "$ROOT/tests/cmake/cuda_link_test.py" \
-  --server "$server" --cli "$BUILD_DIR/bin/bertology" \
-  --model "$ROOT/models/querytitle-zh-tiny"
-t3=$(date +%s)
-step "passed: wheel $((t1 - t0)) s, build $((t2 - t1)) s, run $((t3 - t2)) s"
+# All in a function, read whole before it runs (an edit of this file during
+# a run cannot change what the run does).
+main() {
+  t0=$(date +%s)
+  if ! command -v nvcc >/dev/null; then
+    echo "check-cuda-link: no nvcc (CUDA toolkit) under $CUDA_HOME" >&2
+    exit 2
+  fi
+  [ -x "$TORCH_VENV/bin/python" ] || /usr/bin/python3 -m venv "$TORCH_VENV"
+  # The whole wheel with its dependencies, as `pip install torch` gives a
+  # user: libtorch_cuda.so needs cuSPARSELt, cuFile and NVSHMEM, which the
+  # toolkit here lacks; the wheel's nvidia-* packages carry them.
+  "$TORCH_VENV/bin/pip" install -q "$TORCH_SPEC"
+  # One import of torch (seconds) for its folder, version and CUDA release.
+  local about='import os, torch
+print(os.path.dirname(torch.__file__), torch.__version__, torch.version.cuda)'
+  read -r torch_dir version cuda < <("$TORCH_VENV/bin/python" -c "$about" \
+    2>/dev/null) || true
+  [ -n "$torch_dir" ] ||
+    { echo "check-cuda-link: torch does not import from $TORCH_VENV" >&2; exit 1; }
+  step "torch $version (CUDA $cuda) at $torch_dir;" \
+    "nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+  # The same fix as the official zip's: the bundled protobuf headers would
+  # shadow the system's (scripts/prepare-libtorch.sh says why).
+  scripts/prepare-libtorch.sh "$torch_dir"
+  # The nvidia-* wheels' libraries, for the linker to resolve libtorch_cuda's
+  # own dependencies (the loader finds them through libtorch's RPATH).
+  nvidia_libs=$(find "$TORCH_VENV" -path '*/nvidia/*/lib' -type d | sort |
+    paste -sd: -)
+  t1=$(date +%s)
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
+    -DBERTOLOGY_BUILD_TESTS=OFF -DCMAKE_PREFIX_PATH="$torch_dir" \
+    -UProtobuf_PROTOC_EXECUTABLE \
+    -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
+    -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$nvidia_libs" >/dev/null
+  cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" \
+    --target bertology-server bertology
+  t2=$(date +%s)
+  server="$BUILD_DIR/bin/bertology-server"
+  step "linked: $(readelf -d "$server" | grep -c NEEDED) libraries;" \
+    "$(ldd "$server" | grep -c 'not found') not found"
+  ldd "$server" | grep -E 'libtorch_cuda|libc10_cuda|libcudart|libcudnn' || true
+  if ldd "$server" | grep -q 'not found'; then
+    ldd "$server" | grep 'not found' >&2
+    exit 1
+  fi
+  "$TORCH_VENV/bin/python" "$ROOT/tests/cmake/cuda_link_test.py" \
+    --server "$server" --cli "$BUILD_DIR/bin/bertology" \
+    --model "$ROOT/models/querytitle-zh-tiny"
+  t3=$(date +%s)
+  step "passed: wheel $((t1 - t0)) s, build $((t2 - t1)) s, run $((t3 - t2)) s"
+}
+
+main "$@"
