@@ -87,6 +87,13 @@ demo: build
 image:
 	scripts/build-image.sh
 
+# The image run as an operator runs it (tests/image/image_test.py): read-only
+# and non-root, its HEALTHCHECK, the CLI in a second container, the sweep
+# Job's parts and merge, TLS and tokens, the drain on stop. Needs root for
+# podman and the host binaries to compare with. Not part of `make test`.
+image-test: build image
+	BERTOLOGY_BIN_DIR=$(abspath $(BUILD_DIR))/bin scripts/image-test.sh
+
 # The whole `make test` in Debian 13 (libtorch 2.6), in a podman container
 # made here (scripts/check-debian13.sh); build trees in build-debian13/.
 check-debian13:
@@ -97,13 +104,6 @@ check-debian13:
 # then run on the CPU beside the Debian build (scripts/check-cuda-link.sh).
 check-cuda-link: build
 	scripts/check-cuda-link.sh
-
-# The image run as an operator runs it (tests/image/image_test.py): read-only
-# and non-root, its HEALTHCHECK, the CLI in a second container, the sweep
-# Job's parts and merge, TLS and tokens, the drain on stop. Needs root for
-# podman and the host binaries to compare with. Not part of `make test`.
-image-test: build image
-	BERTOLOGY_BIN_DIR=$(abspath $(BUILD_DIR))/bin scripts/image-test.sh
 
 bench: build test-venv
 	scripts/bench.sh $(BUILD_DIR)
