@@ -64,6 +64,9 @@ ABSL_FLAG(bool, naive, true,
           "Run the naive loop of the sweep comparison (false: the engine "
           "alone, for profiling; naive_* and ratio are then absent).");
 ABSL_FLAG(std::string, json_out, "", "Where to write the JSON result.");
+ABSL_FLAG(std::string, device, "cpu", "ModelOptions::device: cpu, cuda[:N].");
+ABSL_FLAG(std::string, attention, "auto",
+          "ModelOptions::attention: auto, explicit or fused.");
 ABSL_FLAG(std::string, make_random_model, "",
           "Write a random BERT-base dir here (vocab and labels from --model) "
           "and exit.");
@@ -296,16 +299,21 @@ absl::StatusOr<json> SweepBench(const Model& model) {
 
 // The six matrix products of one layer (q, k, v, attention output, FFN in,
 // FFN out) as Linear computes them: x [N, in] times w [out, in] transposed.
-double SgemmSeconds(int64_t n, int64_t d, int64_t inter, int reps) {
-  torch::Tensor x = torch::randn({n, d});
-  torch::Tensor h = torch::randn({n, inter});
-  torch::Tensor wd = torch::randn({d, d});
-  torch::Tensor wi = torch::randn({inter, d});
-  torch::Tensor wo = torch::randn({d, inter});
+// On `device` in `dtype`; a CUDA run waits for the device before the clock
+// stops.
+double SgemmSeconds(int64_t n, int64_t d, int64_t inter, int reps,
+                    const torch::Device& device, torch::ScalarType dtype) {
+  const auto on = torch::TensorOptions().device(device).dtype(dtype);
+  torch::Tensor x = torch::randn({n, d}, on);
+  torch::Tensor h = torch::randn({n, inter}, on);
+  torch::Tensor wd = torch::randn({d, d}, on);
+  torch::Tensor wi = torch::randn({inter, d}, on);
+  torch::Tensor wo = torch::randn({d, inter}, on);
   auto once = [&] {
     for (int i = 0; i < 4; ++i) torch::mm(x, wd.t());
     torch::mm(x, wi.t());
     torch::mm(h, wo.t());
+    if (device.is_cuda()) torch::cuda::synchronize();
   };
   once();
   std::vector<double> times;
@@ -326,9 +334,11 @@ absl::StatusOr<json> EncoderBench(const Model& model) {
   const int64_t d = c.hidden_size, inter = c.intermediate_size;
   ModelInput input;
   torch::manual_seed(0);
-  input.input_ids = torch::randint(1, c.vocab_size, {b, t}, torch::kLong);
-  input.token_type_ids = torch::zeros({b, t}, torch::kLong);
-  input.attention_mask = torch::ones({b, t}, torch::kLong);
+  const torch::Device device(model.device());
+  input.input_ids =
+      torch::randint(1, c.vocab_size, {b, t}, torch::kLong).to(device);
+  input.token_type_ids = torch::zeros({b, t}, torch::kLong).to(device);
+  input.attention_mask = torch::ones({b, t}, torch::kLong).to(device);
   ForwardOptions options;
   // The FLOP count below is every layer over every row.
   options.cls_only_last_layer = false;
@@ -350,7 +360,10 @@ absl::StatusOr<json> EncoderBench(const Model& model) {
   const double gemm_flops = 2 * rows * (4.0 * d * d + 2.0 * d * inter);
   const double attention_flops = 4 * rows * static_cast<double>(t) * d;
   const double flops = c.num_hidden_layers * (gemm_flops + attention_flops);
-  const double sgemm_s = SgemmSeconds(b * t, d, inter, reps);
+  const torch::ScalarType dtype = model.dtype() == "F32"    ? torch::kFloat
+                                  : model.dtype() == "BF16" ? torch::kBFloat16
+                                                            : torch::kHalf;
+  const double sgemm_s = SgemmSeconds(b * t, d, inter, reps, device, dtype);
   const double sgemm_rate = gemm_flops / sgemm_s;
   return json{
       {"batch", b},
@@ -379,6 +392,8 @@ int Main() {
   ModelOptions options;
   options.dir = absl::GetFlag(FLAGS_model);
   options.dtype = absl::GetFlag(FLAGS_dtype);
+  options.device = absl::GetFlag(FLAGS_device);
+  options.attention = absl::GetFlag(FLAGS_attention);
   // At most the model's own limit (the tiny test fixtures have 64).
   auto file_config = BertConfig::FromFile(options.dir + "/config.json");
   if (!file_config.ok()) {
@@ -398,6 +413,8 @@ int Main() {
                                                   : absl::GetFlag(FLAGS_name)},
       {"dir", options.dir},
       {"dtype", (*model)->dtype()},
+      {"device", (*model)->device()},
+      {"attention", (*model)->attention()},
       {"layers", c.num_hidden_layers},
       {"heads", c.num_attention_heads},
       {"hidden", c.hidden_size},

@@ -13,7 +13,8 @@ as a researcher's `tokenizer(...)` call would.
 Runs in the test venv (scripts/make-test-venv.sh; make bench makes it):
   build/test-venv/bin/python bench/pytorch_loop.py --model DIR --data TSV
          [--examples N] [--masks M] [--batch 32] [--threads auto|N]
-         [--dtype float32|bfloat16] [--json_out PATH]
+         [--dtype float32|bfloat16] [--device cpu|cuda] [--tf32]
+         [--json_out PATH]
 Masks: the baseline plus M single-head masks at an even stride over all
 L*H heads (bench/core_bench.cc's choice, so the two runs score the same
 masks); --masks 0 takes every head.
@@ -83,15 +84,21 @@ def head_masks(c, want):
     return masks
 
 
-def sweep(model, data, masks):
+def sweep(model, data, masks, device="cpu"):
+    """Correct counts per mask. On CUDA the batches and masks go to the
+    device in each step, and the count comes back per batch, as a loop
+    that reads its results does."""
     correct = []
     with torch.inference_mode():
         for _, m in masks:
             n = 0
+            m = m.to(device) if m is not None else None
             for ids, types, mask, labels in data:
-                logits = model(input_ids=ids, token_type_ids=types,
-                               attention_mask=mask, head_mask=m).logits
-                n += int((logits.argmax(-1) == labels).sum())
+                logits = model(input_ids=ids.to(device),
+                               token_type_ids=types.to(device),
+                               attention_mask=mask.to(device),
+                               head_mask=m).logits
+                n += int((logits.argmax(-1).cpu() == labels).sum())
             correct.append(n)
     return correct
 
@@ -107,10 +114,16 @@ def main():
     p.add_argument("--dtype", choices=["float32", "bfloat16"],
                    default="float32",
                    help="bfloat16: the researcher's model.to(torch.bfloat16)")
+    p.add_argument("--device", default="cpu",
+                   help="cpu or cuda[:N]: model.to(device), as a researcher "
+                   "with a GPU writes it")
+    p.add_argument("--tf32", action="store_true",
+                   help="torch.backends.cuda.matmul.allow_tf32 = True")
     p.add_argument("--json_out", default="")
     a = p.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = a.tf32
     model, tokenizer, c = load_model(a.model)
-    model = model.to(getattr(torch, a.dtype))
+    model = model.to(getattr(torch, a.dtype)).to(a.device)
     rows = []
     with open(a.data, encoding="utf-8") as f:
         for line in f:
@@ -129,14 +142,14 @@ def main():
                   else [int(a.threads)])
     for n in sorted(set(candidates)):
         torch.set_num_threads(n)
-        sweep(model, data[:2], masks[:1])
+        sweep(model, data[:2], masks[:1], a.device)
         t0 = time.perf_counter()
-        sweep(model, data[:2], masks[:2])
+        sweep(model, data[:2], masks[:2], a.device)
         probe[n] = time.perf_counter() - t0
     threads = min(probe, key=probe.get)
     torch.set_num_threads(threads)
     t0 = time.perf_counter()
-    correct = sweep(model, data, masks)
+    correct = sweep(model, data, masks, a.device)
     seconds = time.perf_counter() - t0
     pairs = len(examples) * len(masks)
     tokens = sum(len(e[0]) for e in examples)
@@ -145,7 +158,7 @@ def main():
               "probe_seconds": {str(k): v for k, v in probe.items()},
               "mean_tokens": tokens / max(1, len(examples)),
               "seconds": seconds, "rate": pairs / seconds,
-              "dtype": a.dtype,
+              "dtype": a.dtype, "device": a.device, "tf32": a.tf32,
               "correct": correct, "mask_ids": [m[0] for m in masks],
               "torch": torch.__version__,
               "transformers": transformers.__version__,

@@ -78,11 +78,24 @@ ABSL_FLAG(int, max_seq_len, 0,
           "truncated longest-first. 0: the model's max_position_embeddings.");
 ABSL_FLAG(std::string, device, "cpu", "cpu or cuda[:N].");
 ABSL_FLAG(std::string, dtype, "auto",
-          "Compute dtype: auto (F32 on CPU, the checkpoint's on CUDA), F32, "
+          "Compute dtype: auto (F32 on CPU; on CUDA BF16 where the card has "
+          "compute capability 8.0 or later, else the checkpoint's), F32, "
           "BF16 or F16 (CUDA only). BF16 on CPU is opt-in: about 2x a F32 "
           "sweep of BERT-base where the CPU has AVX-512 BF16/AMX, far slower "
           "where it has not, and it moves some results "
           "(bench/RESULTS.md).");
+ABSL_FLAG(std::string, attention, "auto",
+          "Attention where no probabilities are returned: auto (fused on "
+          "CUDA under libtorch >= 2.0, explicit otherwise), explicit, or "
+          "fused (libtorch's scaled_dot_product_attention with the head "
+          "mask on each head's output; libtorch >= 2.0).");
+ABSL_FLAG(bool, tf32, true,
+          "On CUDA, F32 matrix products in TF32 (Ampere and later; about "
+          "1e-3 relative per product). --notf32 keeps full F32.");
+ABSL_FLAG(int, max_sweeps_per_device, 2,
+          "On CUDA, SweepAblation calls running at once per device; one "
+          "more is refused with RESOURCE_EXHAUSTED. Each sizes its batches "
+          "from the device's free memory divided by this.");
 ABSL_FLAG(int, grace_period_s, 30,
           "On SIGTERM, how long in-flight calls may take to finish.");
 ABSL_FLAG(int, max_connection_age_s, 0,
@@ -191,6 +204,9 @@ int main(int argc, char** argv) {
   options.blas_threads = absl::GetFlag(FLAGS_blas_threads);
   options.device = absl::GetFlag(FLAGS_device);
   options.dtype = absl::GetFlag(FLAGS_dtype);
+  options.attention = absl::GetFlag(FLAGS_attention);
+  options.tf32 = absl::GetFlag(FLAGS_tf32);
+  options.max_sweeps_per_device = absl::GetFlag(FLAGS_max_sweeps_per_device);
   options.max_seq_len = absl::GetFlag(FLAGS_max_seq_len);
   options.max_queue_delay =
       absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));

@@ -140,6 +140,12 @@ def check_fleet(docs, ctx, dockerfile_rel, out):
                        "where GPU feature discovery runs: the pods stay "
                        "Pending elsewhere (the nvidia.com/gpu request "
                        "places them)" % (n, ", ".join(gfd)))
+        if flag(args, "dtype") is None:
+            out.append("%s.args: --device=%s without --dtype (auto: BF16 "
+                       "from compute capability 8.0)" % (cn, device))
+        if flag(args, "blas_threads") is not None:
+            out.append("%s.args: --blas_threads on a GPU replica (a CPU-only "
+                       "flag: OpenBLAS runs no matrix product there)" % cn)
         ru = dep["spec"].get("strategy", {}).get("rollingUpdate", {})
         if str(ru.get("maxSurge", "25%")) not in ("0", "0%"):
             out.append("%s: spec.strategy.rollingUpdate.maxSurge %s on GPU "
@@ -152,6 +158,10 @@ def check_fleet(docs, ctx, dockerfile_rel, out):
     elif gpus:
         out.append("%s.resources.limits: nvidia.com/gpu with --device=%s" %
                    (cn, device))
+    if not device.startswith("cuda") and flag(args, "blas_threads") is None:
+        out.append("%s.args: --device=%s without --blas_threads: OpenBLAS "
+                   "would size its pool to the node's cores, not the pod's"
+                   % (cn, device))
 
     # Shutdown timing.
     grace = flag(args, "grace_period_s") or "30"

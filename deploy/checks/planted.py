@@ -109,6 +109,16 @@ CASES = {
         "overlays/gpu", lambda d: server_c(d)["resources"]["limits"].pop(
             "nvidia.com/gpu"),
         ["Deployment/bertology-server", "nvidia.com/gpu"]),
+    "gpu with blas threads": (
+        "overlays/gpu", lambda d: server_c(d)["args"].append(
+            "--blas_threads=2"),
+        ["Deployment/bertology-server", "--blas_threads"]),
+    "gpu without dtype": (
+        "overlays/gpu", lambda d: drop_args(server_c(d), "--dtype"),
+        ["Deployment/bertology-server", "--dtype"]),
+    "cpu without blas threads": (
+        "overlays/cpu", lambda d: drop_args(server_c(d), "--blas_threads"),
+        ["Deployment/bertology-server", "--blas_threads"]),
     "merge flags differ": (
         "sweep + sweep-merge", lambda d: replace_arg(
             job_c(d, "bertology-sweep-merge"), "--limit", "--limit=500"),

@@ -185,6 +185,13 @@ absl::StatusOr<std::unique_ptr<ServiceMetrics>> ServiceMetrics::Create(
                    .Name("bertology_masks_processed_total")
                    .Help("Sweep masks fully scored, by model.")
                    .Register(r);
+  m->batch_splits_ =
+      &prometheus::BuildCounter()
+           .Name("bertology_sweep_batch_splits_total")
+           .Help(
+               "Sweep forward passes that ran out of device memory and ran "
+               "again as two halves, by model.")
+           .Register(r);
   m->inflight_rows_ =
       &prometheus::BuildGauge()
            .Name("bertology_inflight_rows")
@@ -292,6 +299,10 @@ void ServiceMetrics::RecordBatch(int rows,
 
 void ServiceMetrics::AddExamples(const std::string& model, int n) {
   examples_->Add({{"model", model}}).Increment(n);
+}
+
+void ServiceMetrics::AddBatchSplit(const std::string& model) {
+  batch_splits_->Add({{"model", model}}).Increment();
 }
 
 void ServiceMetrics::AddMasks(const std::string& model, int n) {

@@ -87,6 +87,9 @@ class ServiceMetrics {
   void AddExamples(const std::string& model, int n);
   // bertology_masks_processed_total{model} (sweep masks finished).
   void AddMasks(const std::string& model, int n);
+  // bertology_sweep_batch_splits_total{model}: a sweep's forward pass ran
+  // out of device memory and runs again as two halves. Thread-safe.
+  void AddBatchSplit(const std::string& model);
 
   // One running SweepAblation call's share of the sweep metrics. While it
   // lives, its planned and scored pairs are part of the gauges
@@ -144,6 +147,7 @@ class ServiceMetrics {
   prometheus::Histogram* queue_wait_ = nullptr;
   prometheus::Family<prometheus::Counter>* examples_ = nullptr;
   prometheus::Family<prometheus::Counter>* masks_ = nullptr;
+  prometheus::Family<prometheus::Counter>* batch_splits_ = nullptr;
   std::shared_ptr<prometheus::Collectable> process_;
   prometheus::Gauge* inflight_rows_ = nullptr;
   prometheus::Counter* sweep_pairs_ = nullptr;

@@ -85,6 +85,8 @@ absl::Status ModelRegistry::Load(const ModelLoadOptions& options) {
   model_options.dir = options.dir;
   model_options.device = options.device;
   model_options.dtype = options.dtype;
+  model_options.attention = options.attention;
+  model_options.tf32 = options.tf32;
   model_options.max_seq_len = options.max_seq_len;
   absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(model_options);
   if (!model.ok()) {
@@ -100,10 +102,26 @@ absl::Status ModelRegistry::Load(const ModelLoadOptions& options) {
   served->references =
       std::make_unique<ReferenceStore>(options.max_reference_sets);
   const Model& loaded = *served->model;
+  if (loaded.device() != "cpu") {
+    if (options.max_sweeps_per_device < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--max_sweeps_per_device=", options.max_sweeps_per_device,
+          " must be >= 1"));
+    }
+    std::shared_ptr<RowBudget>& sweeps = device_sweeps_[loaded.device()];
+    if (sweeps == nullptr) {
+      sweeps = std::make_shared<RowBudget>(
+          options.max_sweeps_per_device, "--max_sweeps_per_device",
+          absl::StrCat("device ", loaded.device()));
+    }
+    served->device_sweeps = sweeps;
+  }
   served->sweep_workers = options.sweep_workers > 0 ? options.sweep_workers
                                                     : AutoSweepWorkers(loaded);
   std::cerr << "bertology-server: " << what << ": " << loaded.architecture()
-            << " (" << HeadKindName(loaded.head_kind()) << " head); sweeps on "
+            << " (" << HeadKindName(loaded.head_kind()) << " head) on "
+            << loaded.device() << " in " << loaded.dtype() << ", "
+            << loaded.attention() << " attention; sweeps on "
             << served->sweep_workers << " worker thread(s)\n";
   if (!loaded.unused_keys().empty()) {
     std::cerr << "bertology-server: " << what << ": skipped "

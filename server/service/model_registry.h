@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ struct ServedModel {
   // --max_queued_rows (row_budget.h): a sweep that does not fit is refused
   // with RESOURCE_EXHAUSTED when it starts.
   std::unique_ptr<RowBudget> sweep_rows;
+  // On a GPU, the sweeps running on its device (shared by every model on
+  // it), at most --max_sweeps_per_device; each then sizes its batches from
+  // the device's free memory. Null on CPU, where sweep_rows admits sweeps.
+  std::shared_ptr<RowBudget> device_sweeps;
   // Threads each SweepAblation call runs its forward passes on
   // (SweepOptions::workers): --sweep_workers, or AutoSweepWorkers.
   int sweep_workers = 1;
@@ -50,8 +55,12 @@ struct ModelLoadOptions {
   std::string name;
   std::string dir;
   std::string device = "cpu";
-  std::string dtype = "auto";  // ModelOptions::dtype
-  int max_seq_len = 0;         // 0: the model's own maximum
+  std::string dtype = "auto";      // ModelOptions::dtype
+  std::string attention = "auto";  // ModelOptions::attention
+  bool tf32 = true;                // ModelOptions::tf32
+  // Sweeps running at once on one GPU (ServedModel::device_sweeps).
+  int max_sweeps_per_device = 2;
+  int max_seq_len = 0;  // 0: the model's own maximum
   // Batcher knobs (see server/service/batcher.h).
   int max_batch_size = 32;
   absl::Duration max_queue_delay = absl::Microseconds(2000);
@@ -103,6 +112,8 @@ class ModelRegistry {
 
  private:
   std::vector<std::unique_ptr<ServedModel>> models_;
+  // ServedModel::device_sweeps by device ("cuda:0").
+  std::map<std::string, std::shared_ptr<RowBudget>> device_sweeps_;
   std::atomic<bool> ready_{false};
   bool shut_down_ = false;
 };

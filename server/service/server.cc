@@ -172,6 +172,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     load.dir = spec.dir;
     load.device = o.device;
     load.dtype = o.dtype;
+    load.attention = o.attention;
+    load.tf32 = o.tf32;
+    load.max_sweeps_per_device = o.max_sweeps_per_device;
     load.max_seq_len = o.max_seq_len;
     load.max_batch_size = o.limits.max_batch_size;
     load.max_queue_delay = o.max_queue_delay;

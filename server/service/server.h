@@ -35,11 +35,15 @@ struct ServerOptions {
   int threads = 0;       // compute intra/inter-op threads; 0 keeps defaults
   int blas_threads = 0;  // OpenBLAS pthreads when loaded; 0 keeps default
   std::string device = "cpu";
-  // Compute dtype of every model (ModelOptions::dtype): auto (F32 on CPU,
-  // the file's on CUDA), F32, BF16 (opt-in on CPU: fast where oneDNN has
-  // AVX-512 BF16/AMX, bench/RESULTS.md), F16 (CUDA only).
+  // Compute dtype of every model (ModelOptions::dtype): auto (F32 on CPU;
+  // on CUDA BF16 from compute capability 8.0, else the file's), F32, BF16
+  // (opt-in on CPU: fast where oneDNN has AVX-512 BF16/AMX,
+  // bench/RESULTS.md), F16 (CUDA only).
   std::string dtype = "auto";
-  int max_seq_len = 0;  // 0: each model's own maximum
+  std::string attention = "auto";  // ModelOptions::attention
+  bool tf32 = true;                // ModelOptions::tf32 (CUDA only)
+  int max_sweeps_per_device = 2;   // ModelLoadOptions (CUDA only)
+  int max_seq_len = 0;             // 0: each model's own maximum
   absl::Duration max_queue_delay = absl::Microseconds(2000);
   int max_queued_rows = 4096;
   int batch_workers = 1;

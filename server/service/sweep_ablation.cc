@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
+#include "server/core/model/cuda_device.h"
 #include "server/core/model/model.h"
 #include "server/core/status_macros.h"
 #include "server/core/sweep/sweep.h"
@@ -177,6 +178,7 @@ class SweepEvents {
       return writer_.failed() ||
              (stream_.is_cancelled && stream_.is_cancelled());
     };
+    callbacks.on_batch_split = [this] { ctx_.metrics->AddBatchSplit(model_); };
     return callbacks;
   }
 
@@ -253,6 +255,27 @@ void ReleaseFreedMemory() {
 #endif
 }
 
+// A sweep's options on a GPU: one worker (one stream does the work), rows
+// per pass up to the request's max_batch_rows (0: kMaxSweepBatchRows) as
+// far as the device's free memory, shared by --max_sweeps_per_device
+// sweeps, allows (SweepOptions::device_memory_bytes).
+absl::StatusOr<SweepOptions> GpuSweepOptions(const ServedModel& served,
+                                             int max_batch_rows) {
+  SweepOptions options;
+  options.workers = served.sweep_workers;
+  options.max_batch_rows =
+      max_batch_rows > 0 ? max_batch_rows : kMaxSweepBatchRows;
+  const std::string& device = served.model->device();
+  const int index =
+      device.find(':') == std::string::npos ? 0 : std::stoi(device.substr(5));
+  ASSIGN_OR_RETURN(const CudaMemory memory, QueryCudaMemory(index));
+  // A tenth kept back for what the estimate misses (cuBLAS workspaces,
+  // the cached baseline, another model on the card).
+  options.device_memory_bytes =
+      memory.free_bytes * 9 / 10 / served.device_sweeps->capacity();
+  return options;
+}
+
 }  // namespace
 
 absl::Status HandleSweepAblation(const HandlerContext& ctx,
@@ -269,19 +292,29 @@ absl::Status HandleSweepAblation(const HandlerContext& ctx,
   }
   ASSIGN_OR_RETURN(const PlannedSweep plan, PlanSweep(ctx, *served, request));
   SweepOptions options;
-  options.max_batch_rows = plan.max_batch_rows > 0 ? plan.max_batch_rows
-                                                   : ctx.limits->max_batch_size;
+  options.workers = served->sweep_workers;
+  RowBudget::Lease admitted;
+  if (served->device_sweeps != nullptr) {
+    // A GPU: admission by sweeps on the device (--max_sweeps_per_device),
+    // each sized by the memory free now.
+    ASSIGN_OR_RETURN(admitted, served->device_sweeps->Acquire(1));
+    ASSIGN_OR_RETURN(options, GpuSweepOptions(*served, plan.max_batch_rows));
+  } else {
+    options.max_batch_rows = plan.max_batch_rows > 0
+                                 ? plan.max_batch_rows
+                                 : ctx.limits->max_batch_size;
+    // Admission: the sweep holds the rows of its forward passes (one batch
+    // per worker) until it ends; over the model's budget it is refused now,
+    // before any work.
+    ASSIGN_OR_RETURN(admitted,
+                     served->sweep_rows->Acquire(std::min<int64_t>(
+                         int64_t{options.workers} * options.max_batch_rows,
+                         plan.total_pairs())));
+  }
   // Resample rows run once per draw inside the pass: fewer rows per batch
   // keep a pass's size (and memory) where the limit puts it.
   options.max_batch_rows = std::max(1, options.max_batch_rows / plan.max_draws);
-  options.workers = served->sweep_workers;
-  // Admission: the sweep holds the rows of its forward passes (one batch
-  // per worker) until it ends; over the model's budget it is refused now,
-  // before any work.
-  ASSIGN_OR_RETURN(const RowBudget::Lease rows,
-                   served->sweep_rows->Acquire(std::min<int64_t>(
-                       int64_t{options.workers} * options.max_batch_rows,
-                       plan.total_pairs())));
+  options.device_memory_bytes /= plan.max_draws;
   SweepEvents events(ctx, served->name, plan, stream);
   events.WritePlan();
   options.cache_budget_bytes = ctx.limits->sweep_cache_bytes;

@@ -105,8 +105,11 @@ def main():
     log = gpu.stop()
     if code is None or code == 0:
         raise SystemExit("--device=cuda without a GPU did not stop:\n" + log)
-    if "CUDA" not in log and "cuda" not in log:
-        raise SystemExit("--device=cuda failed without naming CUDA:\n" + log)
+    # This libtorch has CUDA, so the reason is the missing device, not the
+    # build (the message for a CPU-only libtorch says so instead).
+    if "no CUDA device is visible" not in log:
+        raise SystemExit("--device=cuda failed without saying no device is "
+                         "visible:\n" + log)
     if code < 0:
         raise SystemExit("--device=cuda crashed (signal %d):\n%s" % (-code,
                                                                      log))

@@ -1,5 +1,8 @@
 #include "server/core/model/bert_layer.h"
 
+#include <torch/torch.h>
+#include <torch/version.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -69,6 +72,33 @@ torch::Tensor ApplyHeadMask(const torch::Tensor& probs, const LayerMask& mask,
   return out;
 }
 
+bool FusedAttentionAvailable() { return TORCH_VERSION_MAJOR >= 2; }
+
+torch::Tensor FusedAttention(const torch::Tensor& q, const torch::Tensor& k,
+                             const torch::Tensor& v, const LayerMask& mask,
+                             const AttentionContext& context) {
+#if TORCH_VERSION_MAJOR >= 2
+  // The additive [B, 1, 1, T] mask keeps padding out, as in the explicit
+  // path; the default scale is 1 / sqrt(d), HF's.
+  torch::Tensor out = torch::scaled_dot_product_attention(
+      q, k, v, context.extended_mask, /*dropout_p=*/0.0, /*is_causal=*/false);
+  if (!mask.values.defined()) return out;
+  const torch::Tensor m =
+      mask.values.view({mask.values.size(0), mask.values.size(1), 1, 1});
+  out = out * m;
+  for (const AttentionContext::AblationFill& fill : context.fills) {
+    // target [B, 1, 1, T] @ V [B, H, T, d] -> [B, H, 1, d]: what a head
+    // attending as `target` outputs, the same for every query.
+    out = out + ((1 - m) * torch::matmul(fill.target, v)) * fill.rows;
+  }
+  return out;
+#else
+  (void)q, (void)k, (void)v, (void)mask, (void)context;
+  TORCH_CHECK(false, "fused attention needs libtorch >= 2.0, this is ",
+              TORCH_VERSION);
+#endif
+}
+
 BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& config,
                                              double attention_dropout)
     : num_heads_(config.num_attention_heads), head_size_(config.head_size()) {
@@ -118,16 +148,20 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& hidden,
   torch::Tensor k = heads(key_(hidden), t);
   torch::Tensor v = heads(value_(hidden), t);
 
-  torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2));
-  scores = scores / std::sqrt(static_cast<double>(head_size_));
-  scores = scores + context.extended_mask;
-  torch::Tensor probs = torch::softmax(scores, -1);
-  probs = dropout_(probs);
+  torch::Tensor out;  // [B, H, Q, d]
+  if (context.fused && probs_out == nullptr && !is_training()) {
+    out = FusedAttention(q, k, v, mask, context);
+  } else {
+    torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2));
+    scores = scores / std::sqrt(static_cast<double>(head_size_));
+    scores = scores + context.extended_mask;
+    torch::Tensor probs = torch::softmax(scores, -1);
+    probs = dropout_(probs);
 
-  probs = ApplyHeadMask(probs, mask, context);
-  if (probs_out != nullptr) *probs_out = probs;
-
-  torch::Tensor out = torch::matmul(probs, v);  // [B, H, Q, d]
+    probs = ApplyHeadMask(probs, mask, context);
+    if (probs_out != nullptr) *probs_out = probs;
+    out = torch::matmul(probs, v);
+  }
   if (mask.output_fill.defined()) {
     // kMean / kResample: o' = m * o + (1 - m) * fill; the m * o part came
     // from the m-scaled probabilities (ApplyHeadMask). Rows in other modes

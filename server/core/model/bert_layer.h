@@ -49,7 +49,14 @@ struct AttentionContext {
   // outputs between layers are then [N, D] (N real tokens), or [B, D] after
   // a [CLS]-only layer; attention still runs on the padded [B, H, T, T].
   const PackedTokens* packed = nullptr;
+  // Layers that return no probabilities (probs_out null, eval mode) run
+  // FusedAttention instead of the explicit softmax. Needs libtorch >= 2.0
+  // (FusedAttentionAvailable).
+  bool fused = false;
 };
+
+// Whether this build's libtorch has scaled_dot_product_attention (>= 2.0).
+bool FusedAttentionAvailable();
 
 // The query positions of `x`: all of them when `query_rows` is 0 or the
 // row length T, else the first `query_rows` of each row (packed: only 1,
@@ -89,6 +96,19 @@ std::vector<AttentionContext::AblationFill> MakeAblationFills(
 // i.e. m * p in zero mode and m * p + (1 - m) * u in uniform mode.
 torch::Tensor ApplyHeadMask(const torch::Tensor& probs, const LayerMask& mask,
                             const AttentionContext& context);
+
+// Every head's output [B, H, Q, d] under `mask` from queries q [B, H, Q, d],
+// keys and values [B, H, T, d], through scaled_dot_product_attention, with
+// the mask applied to the outputs instead of the probabilities:
+//   zero:    o' = m * o
+//   uniform: o' = m * o + (1 - m) * (u @ V), u uniform over real tokens
+//   mean / resample: as the explicit path (LayerMask::output_fill, after).
+// Equal to (ApplyHeadMask(p) @ V) by linearity; rounds differently. No
+// probabilities exist, so no dropout: eval mode only. c10::Error under
+// libtorch 1.x.
+torch::Tensor FusedAttention(const torch::Tensor& q, const torch::Tensor& k,
+                             const torch::Tensor& v, const LayerMask& mask,
+                             const AttentionContext& context);
 
 class BertSelfAttentionImpl : public torch::nn::Module {
  public:

@@ -380,6 +380,11 @@ BertRunOutput BertForSequenceClassificationImpl::RunRows(
       LayerBits(options.capture_head_outputs, num_layers_);
 
   AttentionContext context;
+  // kAuto is Model's to resolve (its ModelOptions::attention); the module
+  // alone (the trainer, tests) runs explicit.
+  context.fused = options.attention_kernel == AttentionKernel::kFused;
+  TORCH_CHECK(!context.fused || FusedAttentionAvailable(),
+              "fused attention needs libtorch >= 2.0");
   torch::Tensor mask = attention_mask.to(dtype).view({b, 1, 1, t});
   context.extended_mask = (1 - mask) * LowestValue(dtype);
   TORCH_CHECK(!mask_tensor.defined() || masks.empty(),
@@ -413,7 +418,9 @@ BertRunOutput BertForSequenceClassificationImpl::RunRows(
   PackedTokens packed;
   // Attention probabilities keep the padded pass's rows at padding queries
   // (HF returns them), which a packed pass does not compute.
-  if (options.pack_tokens && patch == nullptr &&
+  // Not on CUDA: building the index reads the mask back to the host (a
+  // device sync per pass), and the gathers were never measured to pay there.
+  if (options.pack_tokens && !input_ids.is_cuda() && patch == nullptr &&
       options.attention_layers.empty()) {
     // Packing pays where padding costs more GEMM work than the gathers and
     // scatters cost: measured on 2 cores, it lost 10% on the shipped model

@@ -155,6 +155,10 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
   // `patch` (when not null; no masks then) patches each row's sites with
   // the source run's activations (activation_patch.h).
   //
+  // options.attention_kernel: kFused runs FusedAttention (bert_layer.h) in
+  // the layers whose probabilities are not returned; kAuto and kExplicit
+  // run the explicit softmax (kAuto is Model's to resolve).
+  //
   // `mask_tensor` in kMean (differentiable, for head importance) needs
   // `mask_fill`, [L, H, d] on this device: the value the ablated part of
   // each head's output takes (HeadReference::mean). kResample has no tensor

@@ -8,6 +8,18 @@
 
 namespace bertology {
 
+// How a layer computes attention where no probabilities leave the pass.
+enum class AttentionKernel {
+  kAuto,      // the model's choice (ModelOptions::attention)
+  kExplicit,  // softmax(QK^T / sqrt(d) + mask) @ V, the mask on the probs
+  // libtorch's scaled_dot_product_attention (>= 2.0: flash and
+  // memory-efficient kernels on CUDA), the head mask applied to each head's
+  // output instead (bert_layer.h, FusedAttention). Layers whose
+  // probabilities are asked for run explicit. FAILED_PRECONDITION under
+  // libtorch 1.x.
+  kFused,
+};
+
 struct ForwardOptions {
   // Layers whose post-mask attention probabilities to return, each in
   // [start_layer, L).
@@ -41,8 +53,12 @@ struct ForwardOptions {
   // those of earlier releases. Captured hidden states and head outputs are
   // zero at padding positions. Ignored with an activation patch or when
   // attention probabilities are asked for (their rows at padding queries,
-  // which HF returns, need the padded pass).
+  // which HF returns, need the padded pass), and on CUDA (building the
+  // index would read the mask back from the device every pass).
   bool pack_tokens = false;
+  // Explicit or fused attention (kAuto: the model's default; see
+  // ModelOptions::attention). Same numbers to float rounding (about 1e-6).
+  AttentionKernel attention_kernel = AttentionKernel::kAuto;
 };
 
 }  // namespace bertology

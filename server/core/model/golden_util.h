@@ -1,6 +1,7 @@
 // Test helpers for the numerical goldens under tests/golden/ (JSON written by
 // the float64 reference scripts there): where the source tree is, reading a
-// golden, nested number arrays as tensors, encodings from token ids.
+// golden, nested number arrays as tensors, encodings from token ids, and
+// interventions.golden.json's reference statistics and case masks.
 #ifndef BERTOLOGY_CORE_GOLDEN_UTIL_H_
 #define BERTOLOGY_CORE_GOLDEN_UTIL_H_
 
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/core/model/head_reference.h"
+#include "server/core/model/model.h"
 #include "server/core/tokenizer/tokenizer.h"
 
 namespace bertology {
@@ -80,6 +83,73 @@ inline Encoding EncodingOf(const nlohmann::json& ids,
   }
   return e;
 }
+
+// interventions.golden.json's reference set (`golden["reference"]`) as
+// statistics of `model` (in batches of 3, as the reference script runs
+// them); null with a test failure if they cannot be computed.
+inline std::shared_ptr<const HeadReference> ReferenceStats(
+    const Model& model, const nlohmann::json& golden) {
+  const nlohmann::json& ref = golden["reference"];
+  std::vector<Encoding> encodings;
+  for (size_t r = 0; r < ref["input_ids"].size(); ++r) {
+    encodings.push_back(EncodingOf(ref["input_ids"][r],
+                                   ref["token_type_ids"][r],
+                                   ref["attention_mask"][r]));
+  }
+  std::vector<const Encoding*> ptrs;
+  for (const Encoding& e : encodings) ptrs.push_back(&e);
+  auto stats = ComputeHeadReference(model, ptrs, /*batch_rows=*/3);
+  EXPECT_TRUE(stats.ok()) << stats.status();
+  return stats.ok() ? *stats : nullptr;
+}
+
+// Row `row` of an ablation case of interventions.golden.json (a 3 x 4
+// mask in the case's mode, "mean", "resample" or "zero") reading `stats`
+// with the case's draws.
+inline HeadMask InterventionMask(
+    const nlohmann::json& c, size_t row,
+    const std::shared_ptr<const HeadReference>& stats) {
+  std::vector<float> values;
+  for (const nlohmann::json& layer : c["head_mask"][row]) {
+    for (const nlohmann::json& v : layer) values.push_back(v.get<float>());
+  }
+  const std::string mode = c["mode"];
+  auto mask = HeadMask::Dense(3, 4, values,
+                              mode == "mean"       ? AblationMode::kMean
+                              : mode == "resample" ? AblationMode::kResample
+                                                   : AblationMode::kZero);
+  EXPECT_TRUE(mask.ok()) << mask.status();
+  mask->set_reference(
+      stats, ResampleDraws{c["draws"].get<int>(), c["seed"].get<uint64_t>()});
+  return *mask;
+}
+
+// A fixture: the tiny golden model (tests/golden/tiny-bert-cls, CPU F32),
+// interventions.golden.json and its reference statistics, loaded once per
+// suite.
+class InterventionsFixture : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    golden_ = new nlohmann::json(Read("interventions.golden.json"));
+    ModelOptions options;
+    options.dir = SourceDir() + "/tests/golden/tiny-bert-cls";
+    auto model = Model::Load(options);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = model->release();
+    auto stats = ReferenceStats(*model_, *golden_);
+    ASSERT_NE(stats, nullptr);
+    stats_ = new std::shared_ptr<const HeadReference>(stats);
+  }
+  static void TearDownTestSuite() {
+    delete stats_;
+    delete model_;
+    delete golden_;
+  }
+
+  inline static nlohmann::json* golden_ = nullptr;
+  inline static Model* model_ = nullptr;
+  inline static std::shared_ptr<const HeadReference>* stats_ = nullptr;
+};
 
 }  // namespace golden
 }  // namespace bertology

@@ -23,31 +23,16 @@ using json = nlohmann::json;
 constexpr double kLogitTol = 1e-4;
 constexpr double kStatTol = 1e-5;
 
-class HeadReferenceTest : public ::testing::Test {
+class HeadReferenceTest : public golden::InterventionsFixture {
  protected:
   static void SetUpTestSuite() {
-    golden_ = new json(golden::Read("interventions.golden.json"));
-    ModelOptions options;
-    options.dir = golden::SourceDir() + "/tests/golden/tiny-bert-cls";
-    auto model = Model::Load(options);
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = model->release();
+    InterventionsFixture::SetUpTestSuite();
     const json& ref = (*golden_)["reference"];
     for (size_t r = 0; r < ref["input_ids"].size(); ++r) {
       reference_.push_back(golden::EncodingOf(ref["input_ids"][r],
                                               ref["token_type_ids"][r],
                                               ref["attention_mask"][r]));
     }
-    std::vector<const Encoding*> ptrs;
-    for (const Encoding& e : reference_) ptrs.push_back(&e);
-    auto stats = ComputeHeadReference(*model_, ptrs, /*batch_rows=*/3);
-    ASSERT_TRUE(stats.ok()) << stats.status();
-    stats_ = new std::shared_ptr<const HeadReference>(*stats);
-  }
-  static void TearDownTestSuite() {
-    delete stats_;
-    delete model_;
-    delete golden_;
   }
 
   // The golden inputs under one mask per row.
@@ -64,19 +49,7 @@ class HeadReferenceTest : public ::testing::Test {
   }
 
   static HeadMask CaseMask(const json& c, int row) {
-    std::vector<float> values;
-    for (const json& layer : c["head_mask"][row]) {
-      for (const json& v : layer) values.push_back(v.get<float>());
-    }
-    const std::string mode = c["mode"];
-    const AblationMode m = mode == "mean"       ? AblationMode::kMean
-                           : mode == "resample" ? AblationMode::kResample
-                                                : AblationMode::kZero;
-    auto mask = HeadMask::Dense(3, 4, values, m);
-    EXPECT_TRUE(mask.ok()) << mask.status();
-    mask->set_reference(*stats_, ResampleDraws{c["draws"].get<int>(),
-                                               c["seed"].get<uint64_t>()});
-    return *mask;
+    return golden::InterventionMask(c, row, *stats_);
   }
 
   static const json& Case(const std::string& name) {
@@ -87,16 +60,8 @@ class HeadReferenceTest : public ::testing::Test {
     return (*golden_)["ablation_cases"][0];
   }
 
-  static json* golden_;
-  static Model* model_;
-  static std::vector<Encoding> reference_;
-  static std::shared_ptr<const HeadReference>* stats_;
+  inline static std::vector<Encoding> reference_;
 };
-
-json* HeadReferenceTest::golden_ = nullptr;
-Model* HeadReferenceTest::model_ = nullptr;
-std::vector<Encoding> HeadReferenceTest::reference_;
-std::shared_ptr<const HeadReference>* HeadReferenceTest::stats_ = nullptr;
 
 TEST_F(HeadReferenceTest, StatisticsMatchTheReference) {
   const HeadReference& s = **stats_;

@@ -1,6 +1,7 @@
 #include "server/core/model/model.h"
 
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <exception>
@@ -13,6 +14,7 @@
 #include "server/core/checkpoint/checkpoint.h"
 #include "server/core/checkpoint/file_digest.h"
 #include "server/core/model/bert_model.h"
+#include "server/core/model/cuda_device.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model_tensors.h"
 #include "server/core/status_macros.h"
@@ -28,9 +30,12 @@ absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
         absl::StrCat("--device=", name, " is not one of cpu, cuda, cuda:N"));
   }
   if (!torch::cuda::is_available()) {
-    return absl::FailedPreconditionError(
-        "--device=cuda requested but no CUDA device is available (this "
-        "libtorch: CPU only?)");
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device=", name, " requested but ",
+        CudaCompiledIn()
+            ? "no CUDA device is visible (this libtorch has CUDA: check the "
+              "driver and CUDA_VISIBLE_DEVICES)"
+            : "this libtorch was built without CUDA"));
   }
   try {
     torch::Device device(name);
@@ -47,12 +52,38 @@ absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
   }
 }
 
+// The smallest and largest of some ids, for a range check on the host.
+struct IdRange {
+  int64_t lo, hi;
+  explicit IdRange(int64_t first) : lo(first), hi(first) {}
+  void Add(int64_t v) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  // As model_forward.cc's check of device tensors, the same message.
+  absl::Status Check(int64_t end, const char* field) const {
+    if (lo >= 0 && hi < end) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " values must be in [0, ", end, "), got [", lo, ", ", hi, "]"));
+  }
+};
+
+// "auto" on CUDA: BF16 where the card has BF16 tensor cores (compute
+// capability 8.0, Ampere, or later), else the file's dtype.
+std::string AutoCudaDtype(const std::string& file_dtype,
+                          const torch::Device& device) {
+  const absl::StatusOr<int> capability = CudaComputeCapability(device.index());
+  return capability.ok() && *capability >= 80 ? "BF16" : file_dtype;
+}
+
 // Resolves "auto" and checks the device can compute in the dtype.
 absl::StatusOr<std::pair<torch::ScalarType, std::string>> ResolveDtype(
     const std::string& requested, const std::string& file_dtype,
     const torch::Device& device) {
   std::string name = requested;
-  if (name == "auto") name = device.is_cuda() ? file_dtype : "F32";
+  if (name == "auto") {
+    name = device.is_cuda() ? AutoCudaDtype(file_dtype, device) : "F32";
+  }
   if (name == "F32") return std::make_pair(torch::kFloat, name);
   if (name == "BF16") return std::make_pair(torch::kBFloat16, name);
   if (name == "F16") {
@@ -65,6 +96,27 @@ absl::StatusOr<std::pair<torch::ScalarType, std::string>> ResolveDtype(
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--dtype=", requested, " is not one of auto, F32, F16, BF16"));
+}
+
+// ModelOptions::attention: "auto" is fused where it can run and pays (on
+// CUDA under libtorch >= 2.0: flash / memory-efficient kernels).
+absl::StatusOr<std::pair<AttentionKernel, std::string>> ResolveAttention(
+    const std::string& requested, const torch::Device& device) {
+  if (requested == "explicit" ||
+      (requested == "auto" &&
+       !(device.is_cuda() && FusedAttentionAvailable()))) {
+    return std::make_pair(AttentionKernel::kExplicit, std::string("explicit"));
+  }
+  if (requested == "auto" || requested == "fused") {
+    if (!FusedAttentionAvailable()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--attention=fused needs libtorch >= 2.0 (this is ",
+                       TORCH_VERSION, ")"));
+    }
+    return std::make_pair(AttentionKernel::kFused, std::string("fused"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--attention=", requested, " is not one of auto, explicit, fused"));
 }
 
 // See Model::identity(). The weights' content digest, not their size and
@@ -93,14 +145,20 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
   ASSIGN_OR_RETURN(auto dtype, ResolveDtype(options.dtype,
                                             checkpoint.weights_dtype, device));
   ASSIGN_OR_RETURN(Vocab vocab, Vocab::FromFile(checkpoint.vocab_file));
+  ASSIGN_OR_RETURN(auto attention, ResolveAttention(options.attention, device));
+  if (device.is_cuda()) {
+    at::globalContext().setAllowTF32CuBLAS(options.tf32);
+    at::globalContext().setAllowTF32CuDNN(options.tf32);
+  }
 
   std::unique_ptr<Model> model(new Model());
   model->config_ = checkpoint.config;
   model->dir_ = options.dir;
   model->device_name_ = device.str();
   model->dtype_name_ = dtype.second;
+  model->attention_name_ = attention.second;
   model->placement_ = std::make_unique<const ModelPlacement>(
-      ModelPlacement{device, dtype.first});
+      ModelPlacement{device, dtype.first, attention.first});
   model->head_ = checkpoint.head;
   BertConfig& config = model->config_;
 
@@ -140,6 +198,11 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
   return model;
 }
 
+torch::Tensor ToDevice(const torch::Tensor& host, const torch::Device& device) {
+  if (!device.is_cuda()) return host.to(device);
+  return host.pin_memory().to(device, /*non_blocking=*/true);
+}
+
 absl::StatusOr<ModelInput> Model::MakeBatch(
     const std::vector<const Encoding*>& encodings) const {
   if (encodings.empty()) return absl::InvalidArgumentError("empty batch");
@@ -163,17 +226,27 @@ absl::StatusOr<ModelInput> Model::MakeBatch(
     auto ids_a = ids.accessor<int64_t, 2>();
     auto types_a = types.accessor<int64_t, 2>();
     auto mask_a = mask.accessor<int64_t, 2>();
+    // Ranges checked here, on the host: on CUDA a check of the device
+    // tensors would wait for the device twice per batch.
+    IdRange id_range{tokenizer_->vocab().pad_id()}, type_range{0};
     for (int64_t r = 0; r < b; ++r) {
       const std::vector<Token>& tokens = encodings[r]->tokens;
       for (size_t j = 0; j < tokens.size(); ++j) {
         ids_a[r][j] = tokens[j].id;
         types_a[r][j] = tokens[j].segment;
         mask_a[r][j] = 1;
+        id_range.Add(tokens[j].id);
+        type_range.Add(tokens[j].segment);
       }
     }
+    RETURN_IF_ERROR(id_range.Check(config_.vocab_size, "input_ids"));
+    RETURN_IF_ERROR(
+        type_range.Check(config_.type_vocab_size, "token_type_ids"));
     const torch::Device& device = placement_->device;
-    return ModelInput{ids.to(device), types.to(device), mask.to(device),
-                      torch::Tensor()};
+    ModelInput input{ToDevice(ids, device), ToDevice(types, device),
+                     ToDevice(mask, device), torch::Tensor()};
+    input.ranges_checked = true;
+    return input;
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("MakeBatch: ", e.what()));
   }

@@ -34,9 +34,19 @@ class BertForSequenceClassificationImpl;  // bert_model.h
 struct ModelOptions {
   std::string dir;             // HF model directory
   std::string device = "cpu";  // "cpu" or "cuda[:N]"
-  // Compute dtype: "auto" (F32 on CPU; the file's dtype on CUDA), "F32",
-  // "F16" or "BF16".
+  // Compute dtype: "auto" (F32 on CPU; on CUDA BF16 where the card has
+  // BF16 tensor cores, compute capability 8.0 or later, else the file's
+  // dtype), "F32", "F16" or "BF16".
   std::string dtype = "auto";
+  // Attention where no probabilities leave the pass (ForwardOptions::
+  // attention_kernel): "auto" (fused on CUDA under libtorch >= 2.0, else
+  // explicit), "explicit" or "fused" (FAILED_PRECONDITION under 1.x).
+  std::string attention = "auto";
+  // On CUDA, F32 matrix products and convolutions in TF32 (10-bit
+  // mantissa, about 1e-3 relative per product; Ampere and later). A
+  // process-wide libtorch setting: the last model loaded sets it. No effect
+  // on CPU.
+  bool tf32 = true;
   int max_seq_len = 0;  // 0: the model's max_position_embeddings
 };
 
@@ -97,6 +107,8 @@ class Model {
   int max_seq_len() const { return max_seq_len_; }
   const std::string& device() const { return device_name_; }
   const std::string& dtype() const { return dtype_name_; }
+  // "explicit" or "fused": what ForwardOptions::attention_kernel kAuto runs.
+  const std::string& attention() const { return attention_name_; }
   const std::string& dir() const { return dir_; }
 
   // OK if `mask` fits this model ([num_hidden_layers x
@@ -113,8 +125,10 @@ class Model {
   // capture_hidden (tensor level only: use ForwardTensors);
   // FAILED_PRECONDITION for compute_logits without a classifier (naming the
   // architecture); INVALID_ARGUMENT for a mask that changes a layer below
-  // start_layer (those layers are not run, so it would be ignored); INTERNAL
-  // for a libtorch failure. Implemented in model_forward.cc.
+  // start_layer (those layers are not run, so it would be ignored);
+  // RESOURCE_EXHAUSTED when the device runs out of memory (fewer rows may
+  // fit); INTERNAL for another libtorch failure. Implemented in
+  // model_forward.cc.
   absl::StatusOr<ForwardOutput> Forward(const std::vector<ModelRow>& rows,
                                         const ForwardOptions& options) const;
 
@@ -149,7 +163,9 @@ class Model {
   std::shared_ptr<BertForSequenceClassificationImpl> module_;
   BertHead head_;
   int max_seq_len_ = 0;
-  std::string device_name_, dtype_name_, dir_, identity_;
+  std::string device_name_, dtype_name_, attention_name_, dir_, identity_;
+  // options.attention_kernel with kAuto replaced by the model's default.
+  ForwardOptions Resolved(const ForwardOptions& options) const;
   // What Forward and ForwardTensors refuse before running (model_forward.cc).
   absl::Status CheckForward(const ModelInput& input,
                             const std::vector<const HeadMask*>& masks,

@@ -70,6 +70,10 @@ auto CatchTorch(Fn fn) -> decltype(fn()) {
   try {
     torch::InferenceMode inference_mode;
     return fn();
+  } catch (const c10::OutOfMemoryError& e) {
+    // The caller may run fewer rows (the sweep splits the batch).
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "forward pass out of memory: ", e.what_without_backtrace()));
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("forward pass failed: ", e.what_without_backtrace()));
@@ -94,6 +98,14 @@ auto CatchTorchWithGrad(Fn fn) -> decltype(fn()) {
 }
 
 }  // namespace
+
+ForwardOptions Model::Resolved(const ForwardOptions& options) const {
+  ForwardOptions out = options;
+  if (out.attention_kernel == AttentionKernel::kAuto) {
+    out.attention_kernel = placement_->attention;
+  }
+  return out;
+}
 
 absl::Status Model::CheckCanClassify() const {
   if (has_classifier()) return absl::OkStatus();
@@ -161,9 +173,16 @@ absl::Status Model::CheckForward(const ModelInput& input,
         absl::StrCat("sequence length ", t, " exceeds max_position_embeddings ",
                      config_.max_position_embeddings));
   }
-  RETURN_IF_ERROR(CheckRange(ids, config_.vocab_size, "input_ids"));
-  RETURN_IF_ERROR(CheckRange(input.token_type_ids, config_.type_vocab_size,
-                             "token_type_ids"));
+  if (!input.ranges_checked) {
+    RETURN_IF_ERROR(CheckRange(ids, config_.vocab_size, "input_ids"));
+    RETURN_IF_ERROR(CheckRange(input.token_type_ids, config_.type_vocab_size,
+                               "token_type_ids"));
+  }
+  if (options.attention_kernel == AttentionKernel::kFused &&
+      !FusedAttentionAvailable()) {
+    return absl::FailedPreconditionError(
+        "attention_kernel=fused needs libtorch >= 2.0");
+  }
   if (options.start_layer < 0 || options.start_layer > num_layers) {
     return absl::InvalidArgumentError(
         absl::StrCat("start_layer=", options.start_layer, " out of range [0, ",
@@ -246,9 +265,10 @@ absl::StatusOr<ForwardOutput> Model::Forward(
   }
   ASSIGN_OR_RETURN(ModelInput input, MakeBatch(encodings));
   return CatchTorch([&]() -> absl::StatusOr<ForwardOutput> {
-    RETURN_IF_ERROR(CheckForward(input, masks, options));
+    const ForwardOptions resolved = Resolved(options);
+    RETURN_IF_ERROR(CheckForward(input, masks, resolved));
     BertRunOutput out = module_->Run(input.input_ids, input.token_type_ids,
-                                     input.attention_mask, masks, options);
+                                     input.attention_mask, masks, resolved);
     ForwardOutput result;
     if (out.logits.defined()) result.logits = ToFloatArray(out.logits);
     for (const auto& [layer, probs] : out.attentions) {
@@ -262,7 +282,8 @@ absl::StatusOr<TensorOutput> Model::ForwardTensors(
     const ModelInput& input, const std::vector<const HeadMask*>& masks,
     const ForwardOptions& options) const {
   return CatchTorch([&]() -> absl::StatusOr<TensorOutput> {
-    RETURN_IF_ERROR(CheckForward(input, masks, options));
+    const ForwardOptions resolved = Resolved(options);
+    RETURN_IF_ERROR(CheckForward(input, masks, resolved));
     LayerStart start;
     auto place = [this](const torch::Tensor& x) {
       return x.defined() ? x.to(placement_->device, placement_->dtype) : x;
@@ -271,7 +292,7 @@ absl::StatusOr<TensorOutput> Model::ForwardTensors(
     start.head_outputs = place(input.start_head_outputs);
     BertRunOutput out =
         module_->Run(input.input_ids, input.token_type_ids,
-                     input.attention_mask, masks, options, start,
+                     input.attention_mask, masks, resolved, start,
                      torch::Tensor(), AblationMode::kZero, input.patch.get());
     TensorOutput result;
     if (out.logits.defined()) {
@@ -328,10 +349,11 @@ absl::StatusOr<TensorOutput> Model::ForwardWithGrad(
     fill = mask.reference->mean.clone();
   }
   return CatchTorchWithGrad([&]() -> absl::StatusOr<TensorOutput> {
-    RETURN_IF_ERROR(CheckForward(input, {}, options));
+    const ForwardOptions resolved = Resolved(options);
+    RETURN_IF_ERROR(CheckForward(input, {}, resolved));
     BertRunOutput out = module_->Run(
         input.input_ids, input.token_type_ids, input.attention_mask, {},
-        options, LayerStart(), m.to(placement_->device), mask.mode,
+        resolved, LayerStart(), m.to(placement_->device), mask.mode,
         /*patch=*/nullptr, fill);
     TensorOutput result;
     if (out.logits.defined()) {

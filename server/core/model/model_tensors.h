@@ -36,7 +36,15 @@ struct ModelInput {
   // source's activations on the model's device in the compute dtype. Null:
   // nothing patched. Not with masks.
   std::shared_ptr<const ActivationPatch> patch;
+  // Set by Model::MakeBatch, which checks the ids' ranges on the host;
+  // otherwise ForwardTensors checks the tensors (a device sync on CUDA).
+  bool ranges_checked = false;
 };
+
+// `host` (a CPU tensor) on `device`: on CUDA through pinned memory without
+// blocking (the copy is ordered on the current stream before the kernels
+// that read it; a pageable copy would wait for the device), else as is.
+torch::Tensor ToDevice(const torch::Tensor& host, const torch::Device& device);
 
 struct TensorOutput {
   torch::Tensor logits;  // [B, C] float32, CPU; undefined without logits
@@ -62,6 +70,8 @@ struct HeadMaskTensor {
 struct ModelPlacement {
   torch::Device device{torch::kCPU};
   torch::ScalarType dtype = torch::kFloat;  // the compute dtype
+  // What ForwardOptions::attention_kernel kAuto runs: kExplicit or kFused.
+  AttentionKernel attention = AttentionKernel::kExplicit;
 };
 
 }  // namespace bertology

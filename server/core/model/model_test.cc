@@ -19,6 +19,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/model/cuda_device.h"
 #include "server/core/model/golden_util.h"
 #include "server/core/model/model_tensors.h"
 
@@ -496,9 +497,14 @@ TEST(ModelLoadTest, DeviceAndDtypeOptions) {
     options.device = "cuda";
     auto m = Model::Load(options);
     EXPECT_EQ(m.status().code(), absl::StatusCode::kFailedPrecondition);
+    // Which of the two reasons depends on the libtorch this test links.
     EXPECT_EQ(m.status().message(),
-              "--device=cuda requested but no CUDA device is available (this "
-              "libtorch: CPU only?)");
+              CudaCompiledIn()
+                  ? "--device=cuda requested but no CUDA device is visible "
+                    "(this libtorch has CUDA: check the driver and "
+                    "CUDA_VISIBLE_DEVICES)"
+                  : "--device=cuda requested but this libtorch was built "
+                    "without CUDA");
   }
   options.device = "tpu";
   EXPECT_EQ(Model::Load(options).status().code(),

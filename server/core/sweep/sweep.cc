@@ -59,7 +59,42 @@ struct Tally {
 // start_head_outputs (undefined: not given).
 struct Resume {
   torch::Tensor hidden, head_outputs;
+
+  // Rows [lo, lo + n) and the first `t` positions of each.
+  Resume Slice(int64_t lo, int64_t n, int64_t t) const {
+    auto cut = [&](const torch::Tensor& x) {
+      return x.defined() ? x.narrow(0, lo, n).narrow(1, 0, t) : x;
+    };
+    return Resume{cut(hidden), cut(head_outputs)};
+  }
 };
+
+// `a` and `b` stacked along dim 0, a 3-D tensor's dim 1 zero-padded to the
+// longer of the two (positions past a row's length are never read).
+torch::Tensor Stack(const torch::Tensor& a, const torch::Tensor& b) {
+  if (!a.defined()) return a;
+  if (a.dim() < 3 || a.size(1) == b.size(1)) return torch::cat({a, b});
+  const int64_t t = std::max(a.size(1), b.size(1));
+  auto pad = [t](const torch::Tensor& x) {
+    if (x.size(1) == t) return x;
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape[1] = t;
+    torch::Tensor out = torch::zeros(shape, x.options());
+    out.narrow(1, 0, x.size(1)).copy_(x);
+    return out;
+  };
+  return torch::cat({pad(a), pad(b)});
+}
+
+// The outputs of two passes over consecutive rows as one pass's.
+TensorOutput Stack(TensorOutput a, const TensorOutput& b) {
+  a.logits = Stack(a.logits, b.logits);
+  for (auto& [layer, x] : a.hidden) x = Stack(x, b.hidden.at(layer));
+  for (auto& [layer, x] : a.head_outputs) {
+    x = Stack(x, b.head_outputs.at(layer));
+  }
+  return a;
+}
 
 // One (mask, example) row of a forward pass; `example` indexes the
 // caller's examples.
@@ -208,7 +243,7 @@ class SweepRun {
         end - begin, std::vector<torch::Tensor>(capture_layers_.size()));
     std::vector<std::vector<torch::Tensor>> head_cache(
         end - begin, std::vector<torch::Tensor>(head_layers_.size()));
-    const int max_rows = options_.max_batch_rows;
+    const int max_rows = BatchRows(Length(order_[end - 1]));
     std::vector<std::vector<Row>> base_batches;
     for (int b = begin; b < end; b += max_rows) {
       std::vector<Row>& rows = base_batches.emplace_back();
@@ -366,13 +401,52 @@ class SweepRun {
     return out;
   }
 
+  // Rows per forward pass for examples of up to `tokens` tokens:
+  // max_batch_rows, fewer where device_memory_bytes says so.
+  int BatchRows(int tokens) const {
+    const int cap = options_.max_batch_rows;
+    if (options_.device_memory_bytes <= 0) return cap;
+    const int64_t fit =
+        options_.device_memory_bytes / EstimateRowBytes(model_, tokens);
+    return static_cast<int>(std::clamp<int64_t>(fit, 1, cap));
+  }
+
   // One pass over `rows`, each under its mask (none for the baseline's),
-  // from `start_hidden` when options.start_layer > 0.
+  // from `start_hidden` when options.start_layer > 0. A pass that runs out
+  // of device memory (RESOURCE_EXHAUSTED) runs again as two halves, each
+  // split further if need be, down to single rows: the same rows, the same
+  // results to float rounding (a row's numbers do not depend on the rows
+  // beside it beyond that).
   absl::StatusOr<TensorOutput> Forward(const std::vector<Row>& rows,
                                        const ForwardOptions& options,
                                        const Resume& start = Resume()) {
     if (callbacks_.is_cancelled && callbacks_.is_cancelled()) {
       return absl::CancelledError("sweep cancelled");
+    }
+    absl::StatusOr<TensorOutput> out = ForwardOnce(rows, options, start);
+    if (out.ok() || !absl::IsResourceExhausted(out.status()) ||
+        rows.size() < 2) {
+      return out;
+    }
+    if (callbacks_.on_batch_split) callbacks_.on_batch_split();
+    const size_t half = rows.size() / 2;
+    auto part = [&](size_t lo, size_t n) {
+      const std::vector<Row> sub(rows.begin() + lo, rows.begin() + lo + n);
+      int t = 0;
+      for (const Row& row : sub) t = std::max(t, Length(row.example));
+      return Forward(sub, options, start.Slice(lo, n, t));
+    };
+    ASSIGN_OR_RETURN(TensorOutput a, part(0, half));
+    ASSIGN_OR_RETURN(TensorOutput b, part(half, rows.size() - half));
+    return Stack(std::move(a), b);
+  }
+
+  absl::StatusOr<TensorOutput> ForwardOnce(const std::vector<Row>& rows,
+                                           const ForwardOptions& options,
+                                           const Resume& start) {
+    if (options_.inject_before_forward) {
+      RETURN_IF_ERROR(
+          options_.inject_before_forward(static_cast<int>(rows.size())));
     }
     std::vector<const Encoding*> encodings;
     std::vector<const HeadMask*> masks;
@@ -505,6 +579,20 @@ absl::Status CheckSweepExamples(const Model& model,
     }
   }
   return absl::OkStatus();
+}
+
+int64_t EstimateRowBytes(const Model& model, int tokens) {
+  const BertConfig& c = model.config();
+  const int64_t t = std::max(1, tokens);
+  const int64_t element = (model.dtype() == "F32") ? 4 : 2;
+  // Per token: the layer's input, queries, keys, values, head outputs, the
+  // attention block's output and residual, and the feed-forward's input,
+  // intermediate and output; per head, the T x T scores and probabilities
+  // (the explicit path; the fused one needs less).
+  const int64_t per_token = 8 * int64_t{c.hidden_size} + c.intermediate_size;
+  const int64_t scores = 2 * int64_t{c.num_attention_heads} * t * t;
+  // Twice over: the allocator's rounding and a pass's transient copies.
+  return 2 * element * (t * per_token + scores);
 }
 
 int AutoSweepWorkers(const Model& model) {

@@ -64,6 +64,16 @@ struct SweepOptions {
   // full, not for [CLS] alone, and move its bits with the masks it runs
   // beside).
   bool reuse_head_outputs = true;
+  // Device memory the sweep's forward passes may use at once, in bytes
+  // (0: no limit, max_batch_rows alone decides). Batches then hold at most
+  // as many rows as fit by EstimateRowBytes at their chunk's longest
+  // example, and never fewer than 1. On CUDA the caller sets it from the
+  // device's free memory.
+  int64_t device_memory_bytes = 0;
+  // For tests: called before each forward pass with its row count; a
+  // non-OK status becomes that pass's result (RESOURCE_EXHAUSTED exercises
+  // the out-of-memory split). Unset in production.
+  std::function<absl::Status(int rows)> inject_before_forward;
   // Both are true by default and exist to measure each one's share
   // (bench/core_bench.cc); results agree with them off to float rounding.
 };
@@ -89,6 +99,9 @@ struct SweepCallbacks {
   std::function<void(int64_t done, int64_t total)> on_progress;
   // Polled between forward passes; true stops the run with CANCELLED.
   std::function<bool()> is_cancelled;
+  // Each time a forward pass ran out of device memory and is run again as
+  // two halves (from the workers' threads, like is_cancelled).
+  std::function<void()> on_batch_split;
 };
 
 // What SweepExecutor::Run (and head importance) refuse in examples: an
@@ -105,6 +118,11 @@ absl::Status CheckSweepExamples(const Model& model,
 // shipped model (d=96, whose GEMMs cannot use two cores), 1.1-1.2x on a
 // BERT-base-shaped one (d=768).
 int AutoSweepWorkers(const Model& model);
+
+// Device memory, in bytes, one row of a sweep's forward pass over `tokens`
+// tokens takes at its peak, estimated from the model's shape and compute
+// dtype (SweepOptions::device_memory_bytes).
+int64_t EstimateRowBytes(const Model& model, int tokens);
 
 // Thread-compatible: one Run at a time per executor; the Model may be shared.
 class SweepExecutor {

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -324,6 +325,85 @@ TEST_F(SweepTest, ParallelWorkersGiveTheSerialRunsResults) {
       // Same batches, same kernels on one thread each: the same bits.
       EXPECT_EQ(got.results.at(m).loss_sum, r.loss_sum) << masks[m].id;
     }
+  }
+}
+
+// A pass that runs out of device memory is run again as halves: here
+// every pass of more than 3 rows fails as CUDA's allocator would make it
+// fail (RESOURCE_EXHAUSTED), so 8-row batches split twice. The results
+// are the unsplit run's; the splits are reported.
+TEST_F(SweepTest, OutOfMemoryBatchesSplitAndGiveTheSameResults) {
+  const std::vector<SweepExample> examples = Examples(13, 5);
+  const std::vector<SweepMask> masks = Masks();
+  SweepOptions options;
+  options.max_batch_rows = 8;
+  const Recorded want = RunSweep(options, examples, masks);
+  ASSERT_TRUE(want.status.ok()) << want.status;
+  std::atomic<int> passes{0}, largest{0};
+  options.inject_before_forward = [&](int rows) -> absl::Status {
+    ++passes;
+    if (rows > 3) {
+      return absl::ResourceExhaustedError("injected: out of memory");
+    }
+    largest = std::max(largest.load(), rows);
+    return absl::OkStatus();
+  };
+  int splits = 0;
+  Recorded got;
+  {
+    SweepCallbacks callbacks;
+    callbacks.on_result = [&](const MaskResult& r) {
+      got.results[r.mask_index] = r;
+    };
+    callbacks.on_baseline = [&](const MaskResult& r) { got.baseline = r; };
+    callbacks.on_batch_split = [&] { ++splits; };
+    got.status = SweepExecutor(model_, options).Run(examples, masks, callbacks);
+  }
+  ASSERT_TRUE(got.status.ok()) << got.status;
+  EXPECT_GT(splits, 0);
+  EXPECT_EQ(largest.load(), 3);
+  ExpectSameScores(got.baseline, want.baseline, "baseline");
+  ASSERT_EQ(got.results.size(), want.results.size());
+  for (const auto& [m, r] : want.results) {
+    ExpectSameScores(got.results.at(m), r, masks[m].id);
+  }
+  // A single row that does not fit is the sweep's error, not a loop.
+  options.inject_before_forward = [](int) {
+    return absl::ResourceExhaustedError("injected: out of memory");
+  };
+  const Recorded failed = RunSweep(options, examples, masks);
+  EXPECT_EQ(failed.status.code(), absl::StatusCode::kResourceExhausted);
+}
+
+// SweepOptions::device_memory_bytes bounds a pass's rows by
+// EstimateRowBytes; the results are those of any other batching.
+TEST_F(SweepTest, DeviceMemoryBoundsTheBatchRows) {
+  const std::vector<SweepExample> examples = Examples(13, 5);
+  const std::vector<SweepMask> masks = Masks();
+  SweepOptions options;
+  options.max_batch_rows = 64;
+  const Recorded want = RunSweep(options, examples, masks);
+  ASSERT_TRUE(want.status.ok()) << want.status;
+  int longest = 0;
+  for (const SweepExample& e : examples) {
+    longest = std::max(longest, static_cast<int>(e.encoding.tokens.size()));
+  }
+  const int64_t row_bytes = EstimateRowBytes(*model_, longest);
+  EXPECT_GT(row_bytes, EstimateRowBytes(*model_, longest / 2));
+  options.device_memory_bytes = 4 * row_bytes;
+  std::atomic<int> largest{0};
+  options.inject_before_forward = [&](int rows) {
+    largest = std::max(largest.load(), rows);
+    return absl::OkStatus();
+  };
+  const Recorded got = RunSweep(options, examples, masks);
+  ASSERT_TRUE(got.status.ok()) << got.status;
+  // One chunk (the default cache budget holds every example): four rows of
+  // its longest example fit, and every pass has at most four.
+  EXPECT_EQ(largest.load(), 4);
+  EXPECT_GT(got.progress.size(), want.progress.size());
+  for (const auto& [m, r] : want.results) {
+    ExpectSameScores(got.results.at(m), r, masks[m].id);
   }
 }
 

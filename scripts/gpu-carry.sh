@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# What scripts/gpu_check.sh needs on the lent GPU machine and that machine
+# lacks (no apt, no network, no gRPC / protobuf / abseil headers), fetched
+# here into one ignored folder for the device tool to carry (64 MiB limit):
+#   DIR/debs/    Debian 12 .debs: the build's C++ dependencies (headers,
+#                libraries, protoc, grpc_cpp_plugin, pkgconf) and the shared
+#                libraries they load, unpacked there with dpkg -x;
+#   DIR/wheels/  HF transformers and what it imports, for the plain
+#                PyTorch loop (bench/pytorch_loop.py), for one Python
+#                version (the machine's: 3.12), pinned as
+#                tests/python/requirements-hf.txt pins them.
+# Usage: scripts/gpu-carry.sh [DIR] [PYTHON_VERSION]
+#   DIR defaults to build-gpu-carry, PYTHON_VERSION to 3.12. The CPU
+#   rehearsal passes this machine's version (gpu_check.sh --rehearse).
+set -euo pipefail
+
+main() {
+  local root dir py
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  dir=${1:-$root/build-gpu-carry}
+  py=${2:-3.12}
+  mkdir -p "$dir/debs" "$dir/wheels-$py"
+  # The build's dependencies as server/ and proto/ find them (CMakeLists.txt)
+  # plus what their CMake configs find in turn (gRPC: c-ares, re2, OpenSSL,
+  # ZLIB; prometheus-cpp: civetweb, CURL), and the run-time libraries of
+  # those that a machine without Debian may lack (libmicrohttpd's GnuTLS).
+  local debs=(
+    libgrpc++-dev libgrpc-dev libgrpc++1.51 libgrpc29 protobuf-compiler-grpc
+    libprotobuf-dev libprotobuf32 libprotoc32 protobuf-compiler
+    libabsl-dev libabsl20220623 libc-ares-dev libc-ares2 libre2-dev libre2-9
+    libssl-dev libssl3 zlib1g-dev zlib1g
+    prometheus-cpp-dev libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0
+    libprometheus-cpp-push1.0 civetweb libcivetweb-dev libcivetweb1
+    libcurl4-openssl-dev libcurl4
+    libmicrohttpd-dev libmicrohttpd12 libgnutls30 libhogweed6 libnettle8
+    libp11-kit0 libtasn1-6 libidn2-0 libunistring2 libgmp10 libffi8
+    nlohmann-json3-dev libutf8proc-dev libutf8proc2 libgtest-dev libgmock-dev
+    pkgconf pkgconf-bin libpkgconf3
+  )
+  (cd "$dir/debs" && rm -f ./*.deb && apt-get download "${debs[@]}" >/dev/null)
+  # transformers and the modules it imports; --no-deps keeps out what it
+  # would pull beyond them (hf-xet, a download accelerator, is 4 MiB).
+  local reqs="$root/tests/python/requirements-hf.txt"
+  local pins=()
+  for p in transformers tokenizers safetensors huggingface_hub regex \
+           filelock packaging tqdm fsspec; do
+    pins+=("$(grep -E "^$p==" "$reqs")")
+  done
+  pins+=(numpy pyyaml requests urllib3 idna certifi charset_normalizer
+         typing_extensions)
+  rm -f "$dir/wheels-$py"/*.whl
+  python3 -m pip download --quiet --no-deps --only-binary=:all: \
+    --python-version "$py" --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 --platform manylinux1_x86_64 \
+    -d "$dir/wheels-$py" "${pins[@]}"
+  local bytes
+  bytes=$(du -sb "$dir/debs" "$dir/wheels-$py" | awk '{s += $1} END {print s}')
+  echo "gpu-carry: $(ls "$dir/debs" | wc -l) debs, $(ls "$dir/wheels-$py" |
+    wc -l) wheels (Python $py): $((bytes / 1048576)) MiB in $dir"
+  if [ "$bytes" -gt $((64 * 1048576)) ]; then
+    echo "gpu-carry: over the device tool's 64 MiB carry limit" >&2
+    exit 1
+  fi
+}
+
+main "$@"
