@@ -42,8 +42,12 @@ main() {
       *) echo "gpu_check: unknown argument $arg" >&2; exit 2 ;;
     esac
   done
+  # What comes back from the device tool is at most 8 files: everything is
+  # written under $RUN, and Collect leaves the table, the log, the step
+  # times, the facts and one archive of the rest in $OUT.
   OUT=${OUT:-$ROOT/out/gpu-check}
   WORK=${WORK:-$ROOT/build-gpu-check}
+  RUN=$WORK/run
   CARRY=${CARRY:-$ROOT/build-gpu-carry}
   JOBS=${JOBS:-$(nproc)}
   if [ "$REHEARSE" = 1 ]; then
@@ -51,9 +55,13 @@ main() {
   else
     PYTHON=${PYTHON:-python3}
   fi
-  mkdir -p "$OUT" "$WORK"
-  : >"$OUT/steps.tsv"
+  rm -rf "$RUN"
+  mkdir -p "$OUT" "$RUN"
+  : >"$RUN/steps.tsv"
   T_START=$(date +%s)
+  trap Collect EXIT
+  # The log and the step times go straight to $OUT: they come back even
+  # when the device tool stops the command at its limit.
   exec > >(tee "$OUT/gpu_check.log") 2>&1
 
   step facts Facts
@@ -64,10 +72,20 @@ main() {
   step bench Bench
   step report Report
   echo "gpu_check: passed in $(( $(date +%s) - T_START )) s; table in" \
-    "$OUT/gpu-table.md"
+    "$OUT/gpu-table.md, logs in $OUT/gpu-check-logs.tar.gz"
 }
 
-# Runs function $2 as step $1, timing it into $OUT/steps.tsv.
+# $RUN's table, log, step times and facts into $OUT, and the rest as one
+# archive (the device tool returns at most 8 files).
+Collect() {
+  local f
+  for f in gpu-table.md steps.tsv facts.txt; do
+    [ -f "$RUN/$f" ] && cp "$RUN/$f" "$OUT/"
+  done
+  tar -C "$RUN" -czf "$OUT/gpu-check-logs.tar.gz" . 2>/dev/null || true
+}
+
+# Runs function $2 as step $1, timing it into $RUN/steps.tsv.
 step() {
   local t0 rc
   t0=$(date +%s)
@@ -77,10 +95,11 @@ step() {
   rc=$?
   set -e
   printf '%s\t%d\t%s\n' "$1" "$(( $(date +%s) - t0 ))" \
-    "$([ $rc = 0 ] && echo ok || echo "failed ($rc)")" >>"$OUT/steps.tsv"
+    "$([ $rc = 0 ] && echo ok || echo "failed ($rc)")" >>"$RUN/steps.tsv"
+  cp "$RUN/steps.tsv" "$OUT/steps.tsv"
   if [ $rc != 0 ]; then
     echo "gpu_check: step $1 failed ($rc); steps so far:" >&2
-    cat "$OUT/steps.tsv" >&2
+    cat "$RUN/steps.tsv" >&2
     exit $rc
   fi
 }
@@ -100,7 +119,7 @@ Facts() {
     "$PYTHON" -c 'import sys, torch; print("python:", sys.version.split()[0]);
 print("torch:", torch.__version__, "cuda", torch.version.cuda,
       "available", torch.cuda.is_available())'
-  } | tee "$OUT/facts.txt"
+  } | tee "$RUN/facts.txt"
   # Debian 12's libraries need glibc 2.36 (bookworm's); an older one fails
   # at the first protoc run, far less clearly.
   local v
@@ -131,13 +150,28 @@ Unpack() {
   done
   py=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
   "$PYTHON" - "$CARRY/wheels-$py" "$WORK/pylib" <<'EOF'
-import glob, sys, zipfile
+import glob, importlib.metadata, os, sys, zipfile
 wheels = glob.glob(sys.argv[1] + "/*.whl")
 if not wheels:
     sys.exit("gpu_check: no wheels in %s (scripts/gpu-carry.sh)" % sys.argv[1])
-for w in wheels:
+# The loop's pins go first on PYTHONPATH whatever the python has (the GPU
+# image's transformers 5 has no head_mask); the modules they import only
+# where it lacks them (keeping numpy and the like built for its torch).
+PINNED = {"transformers", "tokenizers", "huggingface_hub", "safetensors"}
+kept, added = [], []
+for w in sorted(wheels):
+    name = os.path.basename(w).split("-")[0]
+    if name not in PINNED:
+        try:
+            importlib.metadata.distribution(name)
+            kept.append(name)
+            continue
+        except importlib.metadata.PackageNotFoundError:
+            pass
     zipfile.ZipFile(w).extractall(sys.argv[2])
-print("gpu_check: %d wheels into %s" % (len(wheels), sys.argv[2]))
+    added.append(name)
+print("gpu_check: wheels into %s: %s; the python's own: %s" % (
+    sys.argv[2], " ".join(added), " ".join(kept) or "none"))
 EOF
   echo "gpu_check: $(ls "$CARRY"/debs/*.deb | wc -l) packages into $deps"
 }
@@ -148,7 +182,14 @@ Build() {
   export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   # pkg-config only in the prefix: the .pc files say prefix=/usr, which the
   # sysroot turns into the prefix's paths.
-  export PKG_CONFIG_LIBDIR=$lib/pkgconfig:$deps/usr/share/pkgconfig
+  # libmicrohttpd.pc lists gnutls under Requires.private, which pkg-config
+  # resolves even for --cflags; nothing here compiles against GnuTLS (the
+  # server links -lmicrohttpd, which loads the carried libgnutls30 itself),
+  # so an empty gnutls.pc stands in for libgnutls28-dev and its own chain.
+  mkdir -p "$WORK/pkgconfig-stubs"
+  printf 'Name: gnutls\nDescription: stub (scripts/gpu_check.sh)\nVersion: 3.7.9\nLibs:\nCflags:\n' \
+    >"$WORK/pkgconfig-stubs/gnutls.pc"
+  export PKG_CONFIG_LIBDIR=$lib/pkgconfig:$deps/usr/share/pkgconfig:$WORK/pkgconfig-stubs
   export PKG_CONFIG_SYSROOT_DIR=$deps
   local cmake_args=(-DCMAKE_BUILD_TYPE=Release -DBERTOLOGY_BUILD_TESTS=ON
     -DPKG_CONFIG_EXECUTABLE="$deps/usr/bin/pkgconf"
@@ -169,13 +210,13 @@ print(os.path.dirname(torch.__file__), torch.utils.cmake_prefix_path)')
   fi
   cmake_args+=(-DCMAKE_PREFIX_PATH="${torch_prefix:+$torch_prefix;}$deps/usr")
   command -v ninja >/dev/null && cmake_args+=(-G Ninja)
-  cmake -S . -B "$WORK/build" "${cmake_args[@]}" >"$OUT/cmake.log" 2>&1 ||
-    { tail -30 "$OUT/cmake.log" >&2; return 1; }
-  grep -E 'libtorch from|Found (Protobuf|PkgConfig)' "$OUT/cmake.log" || true
-  cmake --build "$WORK/build" -j "$JOBS" --target bertology-server bertology \
+  cmake -S . -B "$WORK/build" "${cmake_args[@]}" >"$RUN/cmake.log" 2>&1 ||
+    { tail -30 "$RUN/cmake.log" >&2; return 1; }
+  grep -E 'libtorch from|Found (Protobuf|PkgConfig)' "$RUN/cmake.log" || true
+  timeout "${BUILD_TIMEOUT:-360}" cmake --build "$WORK/build" -j "$JOBS" --target bertology-server bertology \
     bertology-bench-core bertology-bench-grpc device_check_test \
-    fused_attention_test sweep_test >"$OUT/build.log" 2>&1 ||
-    { grep -E 'error|Error' "$OUT/build.log" | head -30 >&2; return 1; }
+    fused_attention_test sweep_test >"$RUN/build.log" 2>&1 ||
+    { grep -E 'error|Error' "$RUN/build.log" | head -30 >&2; return 1; }
   echo "gpu_check: built $(ls "$WORK/build/bin" | wc -l) programs"
 }
 
@@ -221,11 +262,11 @@ Tests() {
   run_test() {  # NAME LOG [ENV=VALUE ...]
     local name=$1 log=$2
     shift 2
-    if env "$@" "$t/$name" >"$OUT/$log.log" 2>&1; then
-      echo "gpu_check: $log: $(grep -E '^\[  PASSED  \]' "$OUT/$log.log")" \
-        "$(grep -h 'device_check:.*gap' "$OUT/$log.log" | tr '\n' ' ')"
+    if timeout 120 env "$@" "$t/$name" >"$RUN/$log.log" 2>&1; then
+      echo "gpu_check: $log: $(grep -E '^\[  PASSED  \]' "$RUN/$log.log")" \
+        "$(grep -h 'device_check:.*gap' "$RUN/$log.log" | tr '\n' ' ')"
     else
-      tail -40 "$OUT/$log.log" >&2
+      tail -40 "$RUN/$log.log" >&2
       return 1
     fi
   }
@@ -247,16 +288,15 @@ Bench() {
   local lib=$WORK/deps/usr/lib/x86_64-linux-gnu bin=$WORK/build/bin
   export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export PYTHONPATH=$WORK/pylib${PYTHONPATH:+:$PYTHONPATH}
-  local data=$WORK/data b=$OUT/bench
+  local data=$WORK/data b=$RUN/bench
   mkdir -p "$data" "$b"
   # GPU sizes: the issue's goal (145 masks x 872 sentences on BERT-base) and
   # the shipped model over 1,000 test rows; the CPU rehearsal runs the same
   # steps on a sliver of that.
-  local tiny_ex=1000 tiny_masks=0 base_ex=872 base_masks=0 loop_masks=0
+  local tiny_ex=1000 tiny_masks=0 base_ex=872 base_masks=0
   local engine_rows=4096 seconds=3
   if [ "$DEVICE" = cpu ]; then
-    tiny_ex=64 tiny_masks=12 base_ex=16 base_masks=6 loop_masks=6
-    engine_rows=64 seconds=1
+    tiny_ex=64 tiny_masks=12 base_ex=16 base_masks=6 engine_rows=64 seconds=1
   fi
   "$PYTHON" scripts/querytitle_data.py "$data/qt" --seed 1 --train 0 \
     --dev 0 --test 1000 >/dev/null
@@ -269,7 +309,7 @@ Bench() {
     local name=$1 dir=$2 tsv=$3 ex=$4 masks=$5 dtype=$6
     shift 6
     echo "gpu_check: engine sweep, $name" >&2
-    "$bin/bertology-bench-core" --device="$DEVICE" --model="$dir" \
+    timeout 150 "$bin/bertology-bench-core" --device="$DEVICE" --model="$dir" \
       --name="$name" --data="$tsv" --examples="$ex" --masks="$masks" \
       --dtype="$dtype" --engine_batch="$engine_rows" --lever_shares=false \
       --worker_share=false --json_out="$b/core-$name.json" "$@" \
@@ -277,7 +317,7 @@ Bench() {
   }
   loop() {  # NAME DIR DATA EXAMPLES MASKS DTYPE
     echo "gpu_check: plain PyTorch loop, $1" >&2
-    "$PYTHON" bench/pytorch_loop.py --device="$DEVICE" --model="$2" \
+    timeout 150 "$PYTHON" bench/pytorch_loop.py --device="$DEVICE" --model="$2" \
       --data="$3" --examples="$4" --masks="$5" --dtype="$6" --threads=auto \
       --json_out="$b/loop-$1.json" >"$b/loop-$1.log" 2>&1 ||
       { tail "$b/loop-$1.log" >&2; return 1; }
@@ -286,12 +326,13 @@ Bench() {
   core default-f32 models/querytitle-zh-tiny "$qt" $tiny_ex $tiny_masks F32
   core default-auto models/querytitle-zh-tiny "$qt" $tiny_ex $tiny_masks auto \
     --naive=false
-  loop default-f32 models/querytitle-zh-tiny "$qt" $tiny_ex $loop_masks float32
-  core base-f32 "$data/bert-base" "$sst" $base_ex $base_masks F32 --naive=false
-  core base-auto "$data/bert-base" "$sst" $base_ex $base_masks auto \
-    --naive=false
-  loop base-f32 "$data/bert-base" "$sst" $base_ex $loop_masks float32
-  loop base-bf16 "$data/bert-base" "$sst" $base_ex $loop_masks bfloat16
+  loop default-f32 models/querytitle-zh-tiny "$qt" $tiny_ex $tiny_masks float32
+  # BERT-base: the engine alone, at the wide batch only.
+  local wide=(--naive=false --batch="$engine_rows" --engine_batch=0)
+  core base-f32 "$data/bert-base" "$sst" $base_ex $base_masks F32 "${wide[@]}"
+  core base-auto "$data/bert-base" "$sst" $base_ex $base_masks auto "${wide[@]}"
+  loop base-f32 "$data/bert-base" "$sst" $base_ex $base_masks float32
+  loop base-bf16 "$data/bert-base" "$sst" $base_ex $base_masks bfloat16
   # Through the server: Classify under load (batched) and GetAttention.
   local port
   port=$("$PYTHON" -c 'import socket; s = socket.socket()
@@ -301,7 +342,7 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     --max_batch_size=128 --max_seq_len=128 --warmup_passes=1 \
     >"$b/server.log" 2>&1 &
   local pid=$!
-  "$bin/bertology-bench-grpc" --target="127.0.0.1:$port" --data="$sst" \
+  timeout 120 "$bin/bertology-bench-grpc" --target="127.0.0.1:$port" --data="$sst" \
     --clients=1,32 --seconds="$seconds" --attention=true \
     --json_out="$b/grpc-base.json" >"$b/grpc-base.log" 2>&1 || {
       tail "$b/grpc-base.log" "$b/server.log" >&2
@@ -311,8 +352,9 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 }
 
 Report() {
-  "$PYTHON" bench/gpu_report.py "$OUT" >"$OUT/gpu-table.md"
-  cat "$OUT/gpu-table.md"
+  cp "$OUT/gpu_check.log" "$RUN/" 2>/dev/null || true
+  "$PYTHON" bench/gpu_report.py "$RUN" >"$RUN/gpu-table.md"
+  cat "$RUN/gpu-table.md"
 }
 
 main "$@"

@@ -51,8 +51,9 @@ ABSL_FLAG(int, max_queued_rows, 4096,
           "Classify rows queued per model before RESOURCE_EXHAUSTED; also, "
           "separately, the batch rows (min(--sweep_workers x "
           "(--max_batch_size or the sweep's max_batch_rows), its pairs)) of "
-          "the sweeps running on a model: a sweep that does not fit is "
-          "refused at once with RESOURCE_EXHAUSTED.");
+          "the sweeps running on a model on CPU: a sweep that does not fit "
+          "is refused at once with RESOURCE_EXHAUSTED (on a GPU, "
+          "--max_sweeps_per_device admits sweeps).");
 ABSL_FLAG(int, malloc_arenas, 2,
           "glibc malloc arenas (M_ARENA_MAX). glibc's default, up to 8 per "
           "core, lets every gRPC handler thread keep the memory it freed in "
@@ -69,10 +70,11 @@ ABSL_FLAG(int, sweep_workers, 0,
           "Threads each SweepAblation runs its forward passes on, each with "
           "one libtorch and one OpenBLAS thread (OpenBLAS stays at one "
           "thread while such a sweep runs). Results do not depend on it. "
-          "0: one per usable core on CPU (affinity mask, cgroup CPU quota), 1 "
-          "on a GPU (measured: bench/RESULTS.md). "
-          "A sweep counts workers x its batch rows against "
-          "--max_queued_rows.");
+          "0: one per usable core on CPU (affinity mask, cgroup CPU quota; "
+          "measured on CPU in bench/RESULTS.md), 1 on a GPU (one stream of "
+          "batches sized from free memory; not measured on a GPU yet). "
+          "On CPU a sweep counts workers x its batch rows against "
+          "--max_queued_rows; on a GPU, one against --max_sweeps_per_device.");
 ABSL_FLAG(int, max_seq_len, 0,
           "Tokens per input, special tokens included; longer inputs are "
           "truncated longest-first. 0: the model's max_position_embeddings.");
