@@ -109,9 +109,9 @@ Facts() {
     echo "date: $(date -u +%FT%TZ)"
     echo "device: $DEVICE$([ "$REHEARSE" = 1 ] && echo ' (CPU rehearsal)')"
     echo "cores: $(nproc)"
-    echo "glibc: $(ldd --version | head -1)"
-    echo "cmake: $(cmake --version | head -1)"
-    echo "c++: $(c++ --version | head -1)"
+    echo "glibc: $(ldd --version | sed -n 1p)"
+    echo "cmake: $(cmake --version | sed -n 1p)"
+    echo "c++: $(c++ --version | sed -n 1p)"
     command -v nvcc >/dev/null && echo "nvcc: $(nvcc --version | tail -1)"
     command -v nvidia-smi >/dev/null &&
       nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap \
@@ -123,7 +123,7 @@ print("torch:", torch.__version__, "cuda", torch.version.cuda,
   # Debian 12's libraries need glibc 2.36 (bookworm's); an older one fails
   # at the first protoc run, far less clearly.
   local v
-  v=$(ldd --version | head -1 | grep -oE '[0-9]+\.[0-9]+$')
+  v=$(ldd --version | sed -n 1p | grep -oE '[0-9]+\.[0-9]+$')
   if ! printf '2.36\n%s\n' "$v" | sort -V -C; then
     echo "gpu_check: glibc $v is older than Debian 12's 2.36: the carried" \
       "packages cannot run here" >&2

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <set>
 
+#include "server/core/model/device_copy.h"
+
 namespace bertology {
 
 Activation ActivationFromName(const std::string& name) {
@@ -49,10 +51,10 @@ std::vector<AttentionContext::AblationFill> MakeAblationFills(
       in_mode[r] = row_modes[r] == mode ? 1.0f : 0.0f;
     }
     const int64_t b = static_cast<int64_t>(row_modes.size());
-    torch::Tensor rows =
-        torch::tensor(in_mode, torch::kFloat)
-            .to(attention_mask.device(), attention_mask.scalar_type())
-            .view({b, 1, 1, 1});
+    torch::Tensor rows = ToDevice(torch::tensor(in_mode, torch::kFloat)
+                                      .to(attention_mask.scalar_type())
+                                      .view({b, 1, 1, 1}),
+                                  attention_mask.device());
     fills.push_back({mode, rows, target});
   }
   return fills;

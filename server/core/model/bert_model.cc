@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/core/model/device_copy.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/packed_tokens.h"
 
@@ -106,7 +107,7 @@ BatchHeadMask MakeBatchHeadMask(const std::vector<const HeadMask*>& masks,
       fills.push_back(zeros);
     }
   }
-  out.values = values.to(device, dtype);
+  out.values = ToDevice(values.to(dtype), device);
   if (any_fill) out.output_fill = torch::stack(fills);
   return out;
 }
@@ -172,16 +173,17 @@ class PatchPlan {
     }
     for (int l = 0; l <= layers; ++l) {
       if (!residual_bits[l].defined()) continue;
-      residual_[l] = {residual_bits[l].to(device),
+      residual_[l] = {ToDevice(residual_bits[l], device),
                       patch.layer_inputs[l].unsqueeze(0)};  // [1, T, D]
     }
     for (int l = 0; l < layers; ++l) {
       if (!head_bits[l].defined()) continue;
       // [T, D] -> [1, H, T, d]
-      head_[l] = {head_bits[l].to(device), patch.head_outputs[l]
-                                               .view({t, heads, head_size})
-                                               .permute({1, 0, 2})
-                                               .unsqueeze(0)};
+      head_[l] = {ToDevice(head_bits[l], device),
+                  patch.head_outputs[l]
+                      .view({t, heads, head_size})
+                      .permute({1, 0, 2})
+                      .unsqueeze(0)};
     }
   }
   // True when layer `l`'s input (l = L: the encoder output) is patched.
@@ -327,7 +329,7 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
   TORCH_CHECK(patch == nullptr, "activation patches with resample draws");
   const int64_t b = input_ids.size(0);
   const torch::Tensor index =
-      torch::tensor(source, torch::kLong).to(input_ids.device());
+      ToDevice(torch::tensor(source, torch::kLong), input_ids.device());
   auto pick = [&](const torch::Tensor& t) {
     return t.defined() ? t.index_select(0, index) : t;
   };
@@ -344,9 +346,10 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
     shape[0] = b;
     std::vector<int64_t> count_shape(t.dim(), 1);
     count_shape[0] = b;
-    const torch::Tensor n = torch::tensor(count, torch::kFloat)
-                                .to(t.device(), t.scalar_type())
-                                .view(count_shape);
+    const torch::Tensor n = ToDevice(torch::tensor(count, torch::kFloat)
+                                         .to(t.scalar_type())
+                                         .view(count_shape),
+                                     t.device());
     return torch::zeros(shape, t.options()).index_add_(0, index, t) / n;
   };
   BertRunOutput out;

@@ -15,6 +15,7 @@
 #include "server/core/checkpoint/file_digest.h"
 #include "server/core/model/bert_model.h"
 #include "server/core/model/cuda_device.h"
+#include "server/core/model/device_copy.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model_tensors.h"
 #include "server/core/status_macros.h"
@@ -196,11 +197,6 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
         absl::StrCat("building the model from ", options.dir, ": ", e.what()));
   }
   return model;
-}
-
-torch::Tensor ToDevice(const torch::Tensor& host, const torch::Device& device) {
-  if (!device.is_cuda()) return host.to(device);
-  return host.pin_memory().to(device, /*non_blocking=*/true);
 }
 
 absl::StatusOr<ModelInput> Model::MakeBatch(

@@ -41,11 +41,6 @@ struct ModelInput {
   bool ranges_checked = false;
 };
 
-// `host` (a CPU tensor) on `device`: on CUDA through pinned memory without
-// blocking (the copy is ordered on the current stream before the kernels
-// that read it; a pageable copy would wait for the device), else as is.
-torch::Tensor ToDevice(const torch::Tensor& host, const torch::Device& device);
-
 struct TensorOutput {
   torch::Tensor logits;  // [B, C] float32, CPU; undefined without logits
   std::map<int, torch::Tensor>
