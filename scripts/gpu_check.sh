@@ -56,6 +56,9 @@ main() {
     PYTHON=${PYTHON:-python3}
   fi
   rm -rf "$RUN"
+  # The default $OUT is this script's own: a rerun starts it empty, as the
+  # device tool's is.
+  [ "$OUT" = "$ROOT/out/gpu-check" ] && rm -rf "$OUT"
   mkdir -p "$OUT" "$RUN"
   : >"$RUN/steps.tsv"
   T_START=$(date +%s)

@@ -87,8 +87,8 @@ ABSL_FLAG(std::string, dtype, "auto",
           "where it has not, and it moves some results "
           "(bench/RESULTS.md).");
 ABSL_FLAG(std::string, attention, "auto",
-          "Attention where no probabilities are returned: auto (fused on "
-          "CUDA under libtorch >= 2.0, explicit otherwise), explicit, or "
+          "Attention where no probabilities are returned: auto (fused under "
+          "libtorch >= 2.0, CPU and CUDA; explicit under 1.x), explicit, or "
           "fused (libtorch's scaled_dot_product_attention with the head "
           "mask on each head's output; libtorch >= 2.0).");
 ABSL_FLAG(bool, tf32, true,

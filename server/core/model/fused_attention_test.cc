@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -84,9 +85,10 @@ TEST(FusedAttentionAvailabilityTest, FollowsTheLibtorchVersion) {
   options.dir = golden::SourceDir() + "/tests/golden/tiny-bert-cls";
   auto model = Model::Load(options);
   ASSERT_TRUE(model.ok()) << model.status();
-  // "auto" on a CPU runs explicit (fused measured no faster there:
-  // bench/RESULTS.md).
-  EXPECT_EQ((*model)->attention(), "explicit");
+  // "auto" is fused wherever libtorch has it (on CPU too: measured faster
+  // under 2.6, bench/RESULTS.md), explicit under 1.x.
+  EXPECT_EQ((*model)->attention(),
+            FusedAttentionAvailable() ? "fused" : "explicit");
   options.attention = "fused";
   auto fused = Model::Load(options);
   if (FusedAttentionAvailable()) {
@@ -190,13 +192,18 @@ TEST_F(FusedAttentionTest, StartedFromCachedHeadOutputs) {
 TEST_F(FusedAttentionTest, ProbabilitiesAskedForComeFromTheExplicitPath) {
   const std::vector<HeadMask> masks = Masks(AblationMode::kUniform, true, 8);
   ForwardOptions fo;
-  fo.attention_layers = {1};
+  fo.attention_layers = {0, 2};
   const TensorOutput a = Run(masks, AttentionKernel::kExplicit, fo);
   const TensorOutput b = Run(masks, AttentionKernel::kFused, fo);
-  ASSERT_EQ(b.attentions.count(1), 1u);
-  // Layers 0 and 2 fused, layer 1 explicit: its probabilities are the
-  // explicit path's bit for bit (layer 0's input is the same either way).
-  EXPECT_TRUE(torch::equal(a.attentions.at(1), b.attentions.at(1)));
+  ASSERT_EQ(b.attentions.size(), 2u);
+  // Layer 0 reads the embeddings, the same in both passes, and runs
+  // explicit in both: the same bits. Layer 2 runs explicit too, on layer
+  // 1's fused output: equal to the path's tolerance.
+  EXPECT_TRUE(torch::equal(a.attentions.at(0), b.attentions.at(0)));
+  EXPECT_FALSE(torch::equal(a.attentions.at(2), b.attentions.at(2)))
+      << "layer 1 ran explicit, not fused";
+  EXPECT_LT(golden::MaxAbsDiff(a.attentions.at(2), b.attentions.at(2)),
+            kPathTol);
   EXPECT_LT(golden::MaxAbsDiff(a.logits, b.logits), kPathTol);
 }
 
@@ -215,8 +222,13 @@ TEST_F(FusedAttentionTest, MaskGradientsMatch) {
     SCOPED_TRACE(AblationModeName(mode));
     const torch::Tensor a = grad(AttentionKernel::kExplicit, mode);
     const torch::Tensor b = grad(AttentionKernel::kFused, mode);
-    EXPECT_GT(a.abs().max().item<double>(), 1e-3);
-    EXPECT_LT(golden::MaxAbsDiff(a, b), kPathTol);
+    // Backward through scaled_dot_product_attention sums in other orders
+    // again: 3.7e-5 measured under libtorch 2.6 (zero mode); bounded
+    // relative to the largest gradient, at least 1e-4.
+    const double largest = a.abs().max().item<double>();
+    EXPECT_GT(largest, 1e-3);
+    EXPECT_LT(golden::MaxAbsDiff(a, b), 1e-4 * std::max(1.0, largest))
+        << "largest gradient " << largest;
   }
 }
 

@@ -39,8 +39,9 @@ struct ModelOptions {
   // dtype), "F32", "F16" or "BF16".
   std::string dtype = "auto";
   // Attention where no probabilities leave the pass (ForwardOptions::
-  // attention_kernel): "auto" (fused on CUDA under libtorch >= 2.0, else
-  // explicit), "explicit" or "fused" (FAILED_PRECONDITION under 1.x).
+  // attention_kernel): "auto" (fused under libtorch >= 2.0, on CPU as on
+  // CUDA; explicit under 1.x, so Debian 12's results stay bit for bit),
+  // "explicit" or "fused" (FAILED_PRECONDITION under 1.x).
   std::string attention = "auto";
   // On CUDA, F32 matrix products and convolutions in TF32 (10-bit
   // mantissa, about 1e-3 relative per product; Ampere and later). A
