@@ -52,10 +52,6 @@ def encode(text_a, text_b, vocab):
 
 
 def masked_token_accuracy(model_dir, weights, rows, stride=7):
-    # One thread: this runs beside the server under test, and torch 2.x's
-    # OpenMP pool spinning against it on 2 cores took 105 s instead of 8
-    # (Debian 13, torch 2.6; 1.13's default here is already one thread).
-    torch.set_num_threads(1)
     with open(os.path.join(model_dir, "config.json")) as f:
         config = json.load(f)
     with open(os.path.join(model_dir, "vocab.txt"), encoding="utf-8") as f:
