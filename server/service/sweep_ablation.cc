@@ -17,7 +17,6 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
-#include "server/core/model/cuda_device.h"
 #include "server/core/model/model.h"
 #include "server/core/status_macros.h"
 #include "server/core/sweep/sweep.h"
@@ -255,27 +254,6 @@ void ReleaseFreedMemory() {
 #endif
 }
 
-// A sweep's options on a GPU: one worker (one stream does the work), rows
-// per pass up to the request's max_batch_rows (0: kMaxSweepBatchRows) as
-// far as the device's free memory, shared by --max_sweeps_per_device
-// sweeps, allows (SweepOptions::device_memory_bytes).
-absl::StatusOr<SweepOptions> GpuSweepOptions(const ServedModel& served,
-                                             int max_batch_rows) {
-  SweepOptions options;
-  options.workers = served.sweep_workers;
-  options.max_batch_rows =
-      max_batch_rows > 0 ? max_batch_rows : kMaxSweepBatchRows;
-  const std::string& device = served.model->device();
-  const int index =
-      device.find(':') == std::string::npos ? 0 : std::stoi(device.substr(5));
-  ASSIGN_OR_RETURN(const CudaMemory memory, QueryCudaMemory(index));
-  // A tenth kept back for what the estimate misses (cuBLAS workspaces,
-  // the cached baseline, another model on the card).
-  options.device_memory_bytes =
-      memory.free_bytes * 9 / 10 / served.device_sweeps->capacity();
-  return options;
-}
-
 }  // namespace
 
 absl::Status HandleSweepAblation(const HandlerContext& ctx,
@@ -295,10 +273,17 @@ absl::Status HandleSweepAblation(const HandlerContext& ctx,
   options.workers = served->sweep_workers;
   RowBudget::Lease admitted;
   if (served->device_sweeps != nullptr) {
-    // A GPU: admission by sweeps on the device (--max_sweeps_per_device),
-    // each sized by the memory free now.
+    // A GPU: admission by sweeps on the device (--max_sweeps_per_device);
+    // rows per pass up to the request's max_batch_rows (0:
+    // kMaxSweepBatchRows) as far as the device memory free now, shared by
+    // those sweeps, allows. A tenth is kept back for what the estimate
+    // misses (cuBLAS workspaces, the cached baseline, another model).
     ASSIGN_OR_RETURN(admitted, served->device_sweeps->Acquire(1));
-    ASSIGN_OR_RETURN(options, GpuSweepOptions(*served, plan.max_batch_rows));
+    options.max_batch_rows =
+        plan.max_batch_rows > 0 ? plan.max_batch_rows : kMaxSweepBatchRows;
+    ASSIGN_OR_RETURN(const int64_t free, served->model->FreeDeviceBytes());
+    options.device_memory_bytes =
+        free * 9 / 10 / served->device_sweeps->capacity();
   } else {
     options.max_batch_rows = plan.max_batch_rows > 0
                                  ? plan.max_batch_rows

@@ -18,7 +18,6 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +27,7 @@
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model.h"
 #include "server/core/model/model_tensors.h"
+#include "server/core/sweep/random_examples_for_tests.h"
 #include "server/core/sweep/sweep.h"
 
 namespace bertology {
@@ -177,23 +177,7 @@ TEST_F(DeviceCheckTest, MeanAndResampleMatchTheGoldens) {
 
 // Random labelled examples of 3 to 40 tokens from the model's vocabulary.
 std::vector<SweepExample> Examples(const Model& model, int n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  const Vocab& vocab = model.tokenizer().vocab();
-  std::vector<SweepExample> out;
-  for (int i = 0; i < n; ++i) {
-    const int len = 3 + static_cast<int>(rng() % 38);
-    SweepExample ex;
-    for (int j = 0; j < len; ++j) {
-      Token t;
-      t.id = j == 0         ? vocab.cls_id()
-             : j == len - 1 ? vocab.sep_id()
-                            : 5 + static_cast<int>(rng() % 90);
-      ex.encoding.tokens.push_back(t);
-    }
-    ex.label = static_cast<int>(rng() % 3);
-    out.push_back(ex);
-  }
-  return out;
+  return RandomExamples(model, n, seed, /*max_tokens=*/40, /*id_span=*/90);
 }
 
 TEST_F(DeviceCheckTest, SweepResultsDoNotDependOnWorkersOrBatchRows) {

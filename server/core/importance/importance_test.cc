@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -13,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model_tensors.h"
+#include "server/core/sweep/random_examples_for_tests.h"
 
 namespace bertology {
 namespace {
@@ -43,23 +43,8 @@ class ImportanceTest : public ::testing::Test {
 
   // `n` examples of 3..30 tokens with random ids and labels.
   static std::vector<SweepExample> Examples(int n, uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    const Vocab& vocab = model_->tokenizer().vocab();
-    std::vector<SweepExample> examples;
-    for (int i = 0; i < n; ++i) {
-      const int len = 3 + static_cast<int>(rng() % 28);
-      SweepExample ex;
-      for (int j = 0; j < len; ++j) {
-        Token t;
-        t.id = j == 0         ? vocab.cls_id()
-               : j == len - 1 ? vocab.sep_id()
-                              : 5 + static_cast<int>(rng() % 115);
-        ex.encoding.tokens.push_back(t);
-      }
-      ex.label = static_cast<int>(rng() % 3);
-      examples.push_back(std::move(ex));
-    }
-    return examples;
+    return RandomExamples(*model_, n, seed, /*max_tokens=*/30,
+                          /*id_span=*/115);
   }
 
   static ModelInput Batch(const std::vector<SweepExample>& examples) {

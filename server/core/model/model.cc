@@ -53,22 +53,6 @@ absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
   }
 }
 
-// The smallest and largest of some ids, for a range check on the host.
-struct IdRange {
-  int64_t lo, hi;
-  explicit IdRange(int64_t first) : lo(first), hi(first) {}
-  void Add(int64_t v) {
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-  }
-  // As model_forward.cc's check of device tensors, the same message.
-  absl::Status Check(int64_t end, const char* field) const {
-    if (lo >= 0 && hi < end) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, " values must be in [0, ", end, "), got [", lo, ", ", hi, "]"));
-  }
-};
-
 // "auto" on CUDA: BF16 where the card has BF16 tensor cores (compute
 // capability 8.0, Ampere, or later), else the file's dtype.
 std::string AutoCudaDtype(const std::string& file_dtype,
@@ -198,6 +182,16 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
         absl::StrCat("building the model from ", options.dir, ": ", e.what()));
   }
   return model;
+}
+
+absl::StatusOr<int64_t> Model::FreeDeviceBytes() const {
+  if (!placement_->device.is_cuda()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model ", dir_, " is on ", device_name_, ", not CUDA"));
+  }
+  ASSIGN_OR_RETURN(const CudaMemory memory,
+                   QueryCudaMemory(placement_->device.index()));
+  return memory.free_bytes;
 }
 
 absl::StatusOr<ModelInput> Model::MakeBatch(

@@ -110,6 +110,10 @@ class Model {
   const std::string& dtype() const { return dtype_name_; }
   // "explicit" or "fused": what ForwardOptions::attention_kernel kAuto runs.
   const std::string& attention() const { return attention_name_; }
+  // Bytes free on the model's CUDA device now (cuda_device.h: the driver's
+  // count plus what libtorch's allocator holds unused); FAILED_PRECONDITION
+  // on CPU.
+  absl::StatusOr<int64_t> FreeDeviceBytes() const;
   const std::string& dir() const { return dir_; }
 
   // OK if `mask` fits this model ([num_hidden_layers x

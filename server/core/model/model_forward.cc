@@ -44,15 +44,11 @@ absl::Status CheckLayers(const std::vector<int>& layers, int lo, int hi,
 
 // Values of [lo, hi) only: out-of-range ids would be a device-side assert
 // on CUDA.
-absl::Status CheckRange(const torch::Tensor& x, int64_t hi, const char* field) {
-  const int64_t lo_v = x.min().item<int64_t>();
-  const int64_t hi_v = x.max().item<int64_t>();
-  if (lo_v < 0 || hi_v >= hi) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, " values must be in [0, ", hi, "), got [", lo_v,
-                     ", ", hi_v, "]"));
-  }
-  return absl::OkStatus();
+absl::Status CheckRange(const torch::Tensor& x, int64_t end,
+                        const char* field) {
+  IdRange range(x.min().item<int64_t>());
+  range.Add(x.max().item<int64_t>());
+  return range.Check(end, field);
 }
 
 // A float32 CPU copy of `t`, row-major.

@@ -7,9 +7,12 @@
 
 #include <torch/types.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "server/core/model/activation_patch.h"
 #include "server/core/model/model.h"
 
@@ -39,6 +42,24 @@ struct ModelInput {
   // Set by Model::MakeBatch, which checks the ids' ranges on the host;
   // otherwise ForwardTensors checks the tensors (a device sync on CUDA).
   bool ranges_checked = false;
+};
+
+// The smallest and largest of some ids, and the range check on them that
+// Model::MakeBatch makes on the host and ForwardTensors on input tensors
+// from elsewhere: INVALID_ARGUMENT "<field> values must be in [0, end), got
+// [lo, hi]".
+struct IdRange {
+  int64_t lo, hi;
+  explicit IdRange(int64_t first) : lo(first), hi(first) {}
+  void Add(int64_t v) {
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  }
+  absl::Status Check(int64_t end, const char* field) const {
+    if (lo >= 0 && hi < end) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " values must be in [0, ", end, "), got [", lo, ", ", hi, "]"));
+  }
 };
 
 struct TensorOutput {

@@ -25,6 +25,11 @@ namespace {
 // Full batches per group of masks run together (see RunChunk).
 constexpr int kBatchesPerMaskGroup = 16;
 
+// Bytes per element of the model's compute dtype.
+int64_t ElementBytes(const Model& model) {
+  return model.dtype() == "F32" ? 4 : 2;
+}
+
 struct Tally {
   int examples = 0;
   int64_t scored = 0;  // examples, or labelled tokens (token classifier)
@@ -73,15 +78,10 @@ struct Resume {
 // longer of the two (positions past a row's length are never read).
 torch::Tensor Stack(const torch::Tensor& a, const torch::Tensor& b) {
   if (!a.defined()) return a;
-  if (a.dim() < 3 || a.size(1) == b.size(1)) return torch::cat({a, b});
+  if (a.dim() < 3) return torch::cat({a, b});
   const int64_t t = std::max(a.size(1), b.size(1));
-  auto pad = [t](const torch::Tensor& x) {
-    if (x.size(1) == t) return x;
-    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-    shape[1] = t;
-    torch::Tensor out = torch::zeros(shape, x.options());
-    out.narrow(1, 0, x.size(1)).copy_(x);
-    return out;
+  auto pad = [t](const torch::Tensor& x) {  // (last dim, then dim 1)
+    return torch::constant_pad_nd(x, {0, 0, 0, t - x.size(1)});
   };
   return torch::cat({pad(a), pad(b)});
 }
@@ -209,8 +209,7 @@ class SweepRun {
       }
     }
     tallies_.assign(masks_.size(), Tally());
-    const std::string& dtype = model_.dtype();
-    element_bytes_ = (dtype == "F16" || dtype == "BF16") ? 2 : 4;
+    element_bytes_ = ElementBytes(model_);
     total_ =
         static_cast<int64_t>(n) * (static_cast<int64_t>(masks_.size()) + 1);
   }
@@ -584,7 +583,7 @@ absl::Status CheckSweepExamples(const Model& model,
 int64_t EstimateRowBytes(const Model& model, int tokens) {
   const BertConfig& c = model.config();
   const int64_t t = std::max(1, tokens);
-  const int64_t element = (model.dtype() == "F32") ? 4 : 2;
+  const int64_t element = ElementBytes(model);
   // Per token: the layer's input, queries, keys, values, head outputs, the
   // attention block's output and residual, and the feed-forward's input,
   // intermediate and output; per head, the T x T scores and probabilities

@@ -339,9 +339,8 @@ TEST_F(SweepTest, OutOfMemoryBatchesSplitAndGiveTheSameResults) {
   options.max_batch_rows = 8;
   const Recorded want = RunSweep(options, examples, masks);
   ASSERT_TRUE(want.status.ok()) << want.status;
-  std::atomic<int> passes{0}, largest{0};
+  std::atomic<int> largest{0};
   options.inject_before_forward = [&](int rows) -> absl::Status {
-    ++passes;
     if (rows > 3) {
       return absl::ResourceExhaustedError("injected: out of memory");
     }
