@@ -34,28 +34,17 @@ main() {
   # user: libtorch_cuda.so needs cuSPARSELt, cuFile and NVSHMEM, which the
   # toolkit here lacks; the wheel's nvidia-* packages carry them.
   "$TORCH_VENV/bin/pip" install -q "$TORCH_SPEC"
-  # One import of torch (seconds) for its folder, version and CUDA release.
-  local about='import os, torch
-print(os.path.dirname(torch.__file__), torch.__version__, torch.version.cuda)'
-  read -r torch_dir version cuda < <("$TORCH_VENV/bin/python" -c "$about" \
-    2>/dev/null) || true
-  [ -n "$torch_dir" ] ||
-    { echo "check-cuda-link: torch does not import from $TORCH_VENV" >&2; exit 1; }
-  step "torch $version (CUDA $cuda) at $torch_dir;" \
+  # torch's folder, version and CUDA release, the bundled protobuf headers
+  # and protoc out of the way (scripts/prepare-libtorch.sh says why), and the
+  # CMake arguments for the wheel (scripts/torch-wheel.sh).
+  source scripts/torch-wheel.sh
+  torch_wheel "$TORCH_VENV/bin/python" || exit 1
+  step "torch $TORCH_VERSION (CUDA $TORCH_CUDA) at $TORCH_DIR;" \
     "nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
-  # The same fix as the official zip's: the bundled protobuf headers would
-  # shadow the system's (scripts/prepare-libtorch.sh says why).
-  scripts/prepare-libtorch.sh "$torch_dir"
-  # The nvidia-* wheels' libraries, for the linker to resolve libtorch_cuda's
-  # own dependencies (the loader finds them through libtorch's RPATH).
-  nvidia_libs=$(find "$TORCH_VENV" -path '*/nvidia/*/lib' -type d | sort |
-    paste -sd: -)
   t1=$(date +%s)
   cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
-    -DBERTOLOGY_BUILD_TESTS=OFF -DCMAKE_PREFIX_PATH="$torch_dir" \
-    -UProtobuf_PROTOC_EXECUTABLE \
-    -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
-    -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$nvidia_libs" >/dev/null
+    -DBERTOLOGY_BUILD_TESTS=OFF -UProtobuf_PROTOC_EXECUTABLE \
+    "${TORCH_CMAKE_ARGS[@]}" >/dev/null
   cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" \
     --target bertology-server bertology
   t2=$(date +%s)

@@ -48,6 +48,9 @@ main() {
   OUT=${OUT:-$ROOT/out/gpu-check}
   WORK=${WORK:-$ROOT/build-gpu-check}
   RUN=$WORK/run
+  # The carried libraries (protoc, grpc_cpp_plugin, pkgconf at build time;
+  # the servers, tests and benches after) load from the unpacked prefix.
+  export LD_LIBRARY_PATH=$WORK/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   CARRY=${CARRY:-$ROOT/build-gpu-carry}
   JOBS=${JOBS:-$(nproc)}
   if [ "$REHEARSE" = 1 ]; then
@@ -180,9 +183,7 @@ EOF
 }
 
 Build() {
-  local deps=$WORK/deps lib torch_dir torch_prefix
-  lib=$deps/usr/lib/x86_64-linux-gnu
-  export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  local deps=$WORK/deps lib=$WORK/deps/usr/lib/x86_64-linux-gnu
   # pkg-config only in the prefix: the .pc files say prefix=/usr, which the
   # sysroot turns into the prefix's paths.
   # libmicrohttpd.pc lists gnutls under Requires.private, which pkg-config
@@ -199,18 +200,15 @@ Build() {
     -DProtobuf_PROTOC_EXECUTABLE="$deps/usr/bin/protoc"
     -DBERTOLOGY_GRPC_CPP_PLUGIN="$deps/usr/bin/grpc_cpp_plugin"
     -DOPENSSL_ROOT_DIR="$deps/usr")
-  if [ "$REHEARSE" = 1 ]; then
-    torch_prefix=""  # Debian's libtorch, where CMake finds it by default
-  else
-    read -r torch_dir torch_prefix < <("$PYTHON" -c 'import os, torch
-print(os.path.dirname(torch.__file__), torch.utils.cmake_prefix_path)')
-    scripts/prepare-libtorch.sh "$torch_dir"
-    local nvidia_libs
-    nvidia_libs=$(find "$(dirname "$torch_dir")" -path '*/nvidia/*/lib' \
-      -type d | sort | paste -sd: -)
-    cmake_args+=(-DCMAKE_CUDA_COMPILER="$(command -v nvcc)"
-      -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$nvidia_libs")
+  local torch_prefix=""  # rehearsal: Debian's libtorch, found by default
+  if [ "$REHEARSE" = 0 ]; then
+    # The wheel's libtorch, as make check-cuda-link builds against it.
+    source scripts/torch-wheel.sh
+    torch_wheel "$PYTHON"
+    cmake_args+=("${TORCH_CMAKE_ARGS[@]}")
+    torch_prefix=$TORCH_DIR
   fi
+  # After the wheel's arguments: the prefix list with the carried packages.
   cmake_args+=(-DCMAKE_PREFIX_PATH="${torch_prefix:+$torch_prefix;}$deps/usr")
   command -v ninja >/dev/null && cmake_args+=(-G Ninja)
   cmake -S . -B "$WORK/build" "${cmake_args[@]}" >"$RUN/cmake.log" 2>&1 ||
@@ -227,8 +225,7 @@ print(os.path.dirname(torch.__file__), torch.utils.cmake_prefix_path)')
 # the GPU machine there is no other copy. (Here there is, in /usr: a
 # library found there means the build would fail or not start there.)
 Linkage() {
-  local lib=$WORK/deps/usr/lib/x86_64-linux-gnu bad=0 bin
-  export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  local bad=0 bin
   local carried='lib(grpc|gpr|upb|address_sorting|protobuf|protoc|absl|cares|re2|prometheus|civetweb|microhttpd|utf8proc|gnutls)'
   for bin in "$WORK"/build/bin/bertology-server \
              "$WORK"/build/bin/bertology "$WORK"/build/tests/device_check_test; do
@@ -259,8 +256,7 @@ Linkage() {
 }
 
 Tests() {
-  local lib=$WORK/deps/usr/lib/x86_64-linux-gnu t=$WORK/build/tests
-  export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  local t=$WORK/build/tests
   export BERTOLOGY_SOURCE_DIR=$ROOT BERTOLOGY_TEST_DEVICE=$DEVICE
   run_test() {  # NAME LOG [ENV=VALUE ...]
     local name=$1 log=$2
@@ -288,8 +284,7 @@ Tests() {
 }
 
 Bench() {
-  local lib=$WORK/deps/usr/lib/x86_64-linux-gnu bin=$WORK/build/bin
-  export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  local bin=$WORK/build/bin
   export PYTHONPATH=$WORK/pylib${PYTHONPATH:+:$PYTHONPATH}
   local data=$WORK/data b=$RUN/bench
   mkdir -p "$data" "$b"

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "server/core/model/bert_layer.h"
 #include "server/core/model/blas_core.h"
 #include "tests/integration/server_process.h"
 
@@ -29,12 +30,27 @@ constexpr int kServing = 1, kNotServing = 2;
 
 TEST(LifecycleTest, HelpListsEveryFlag) {
   testing::RunResult r = RunServerToExit({"--helpfull"});
-  for (const char* flag :
-       {"--model", "--listen", "--metrics_listen", "--threads",
-        "--max_batch_size", "--max_queue_delay_us", "--max_seq_len", "--device",
-        "--dtype", "--grace_period_s", "--max_connection_age_s", "--tls_cert",
-        "--tls_key", "--max_inputs_per_call", "--max_masks_per_sweep",
-        "--max_text_bytes", "--max_message_bytes", "--sweep_cache_mb"}) {
+  for (const char* flag : {"--model",
+                           "--listen",
+                           "--metrics_listen",
+                           "--threads",
+                           "--max_batch_size",
+                           "--max_queue_delay_us",
+                           "--max_seq_len",
+                           "--device",
+                           "--dtype",
+                           "--attention",
+                           "--tf32",
+                           "--max_sweeps_per_device",
+                           "--grace_period_s",
+                           "--max_connection_age_s",
+                           "--tls_cert",
+                           "--tls_key",
+                           "--max_inputs_per_call",
+                           "--max_masks_per_sweep",
+                           "--max_text_bytes",
+                           "--max_message_bytes",
+                           "--sweep_cache_mb"}) {
     EXPECT_NE(r.output.find(absl::StrCat(flag, " ")), std::string::npos)
         << flag << "\n"
         << r.output;
@@ -94,6 +110,33 @@ TEST(LifecycleTest, UnknownDtypeExitsNaming) {
                                           "--model=tiny=" + GoldenModelDir()});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--dtype=F64"), std::string::npos) << r.output;
+}
+
+// --attention through the real binary: an unknown kernel stops the start
+// naming the flag; `fused` serves (and says so) where libtorch has it, and
+// stops naming the libtorch it needs where it has not (Debian 12's 1.13).
+TEST(LifecycleTest, AttentionFlagServesOrExitsNaming) {
+  testing::RunResult bad = RunServerToExit(
+      {"--listen=127.0.0.1:0", "--metrics_listen=", "--attention=flash",
+       "--model=tiny=" + GoldenModelDir()});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("--attention=flash"), std::string::npos)
+      << bad.output;
+  if (!FusedAttentionAvailable()) {
+    testing::RunResult r = RunServerToExit(
+        {"--listen=127.0.0.1:0", "--metrics_listen=", "--attention=fused",
+         "--model=tiny=" + GoldenModelDir()});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.output.find("libtorch >= 2.0"), std::string::npos) << r.output;
+    return;
+  }
+  auto server = ServerProcess::Start({"--model=tiny=" + GoldenModelDir(),
+                                      "--attention=fused", "--threads=1",
+                                      "--warmup_passes=1"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->WaitServing().ok()) << (*server)->Log();
+  EXPECT_NE((*server)->Log().find("fused attention"), std::string::npos)
+      << (*server)->Log();
 }
 
 // --dtype=BF16 (the opt-in CPU path): the server says so, its logits are
