@@ -49,26 +49,20 @@ const char* AblationModeName(AblationMode mode) {
       return "mean";
     case AblationMode::kResample:
       return "resample";
+    case AblationMode::kMeanByRole:
+      return "mean_by_role";
   }
   return "unknown";
 }
 
-std::vector<int> ResampleOrder(uint64_t seed, int n) {
-  std::vector<int> order(n > 0 ? n : 0);
-  for (int i = 0; i < n; ++i) order[i] = i;
-  uint64_t state = seed;
-  auto next = [&state] {  // splitmix64
-    state += 0x9E3779B97F4A7C15ULL;
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  };
-  for (int i = n - 1; i >= 1; --i) {
-    const int j = static_cast<int>(next() % static_cast<uint64_t>(i + 1));
-    std::swap(order[i], order[j]);
+const char* ResampleAlignmentName(ResampleAlignment alignment) {
+  switch (alignment) {
+    case ResampleAlignment::kMatchedLengths:
+      return "matched_lengths";
+    case ResampleAlignment::kScaled:
+      return "scaled";
   }
-  return order;
+  return "unknown";
 }
 
 HeadMask HeadMask::Identity(int layers, int heads, AblationMode mode) {

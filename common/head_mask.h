@@ -3,17 +3,27 @@
 // A mask holds one value per (layer, head) in [0, 1]: 1 keeps the head, 0
 // ablates it. It is applied to the head's attention probabilities after the
 // softmax (HF's `head_mask` semantics), or to the head's output, in one of
-// four modes:
-//   kZero:     p' = m * p                     (m = 0: the head outputs 0)
-//   kUniform:  p' = m * p + (1 - m) * u       (u: uniform over the row's
-//              real, non-padding tokens; Kovaleva et al. 2019)
-//   kMean:     o' = m * o + (1 - m) * mean    (o = p @ V, the head's output
-//              before the output projection; mean: its average over every
-//              real token of a reference set, HeadReference)
-//   kResample: o' = m * o + (1 - m) * o_j     (o_j: the head's output
-//              averaged over the real tokens of reference example j, drawn
-//              per draw; the row's logits are the mean over its draws)
-// kMean and kResample read reference statistics (the mask's reference()),
+// five modes:
+//   kZero:       p' = m * p                  (m = 0: the head outputs 0)
+//   kUniform:    p' = m * p + (1 - m) * u    (u: uniform over the row's
+//                real, non-padding tokens; Kovaleva et al. 2019)
+//   kMean:       o' = m * o + (1 - m) * mean (o = p @ V, the head's output
+//                before the output projection; mean: its average over every
+//                real token of a reference set, HeadReference)
+//   kMeanByRole: o'[t] = m * o[t] + (1 - m) * mean[role(t)], role one of
+//                [CLS], the first [SEP], the second [SEP], text_a's tokens,
+//                text_b's tokens (the head's average over the reference
+//                set's tokens of that role)
+//   kResample:   o'[t] = m * o[t] + (1 - m) * o_r[align(t)] (resample
+//                ablation as Chan et al. 2022 and Heimersheim & Nanda 2024
+//                define it: o_r is the head's output on reference input r
+//                in the unmasked model, position by position; r is drawn
+//                per input and per draw, independently; every ablated head
+//                of a row takes the same r). A row runs one draw
+//                (ModelRow::draw); callers average their metric over draws
+//                (server/core/model/head_reference.h has the draw rule).
+// kMean, kMeanByRole and kResample read reference statistics (the mask's
+// reference()),
 // computed from the unmasked model (server/core/model/head_reference.h).
 // Masks are plain values: the shared model is never mutated by a request.
 //
@@ -36,30 +46,46 @@
 
 namespace bertology {
 
-enum class AblationMode { kZero, kUniform, kMean, kResample };
+enum class AblationMode { kZero, kUniform, kMean, kResample, kMeanByRole };
 
-// "zero", "uniform", "mean", "resample".
+// "zero", "uniform", "mean", "resample", "mean_by_role".
 const char* AblationModeName(AblationMode mode);
-// True for the modes that read reference statistics (kMean, kResample).
+// True for the modes that read reference statistics (kMean, kMeanByRole,
+// kResample).
 inline bool ModeNeedsReference(AblationMode mode) {
-  return mode == AblationMode::kMean || mode == AblationMode::kResample;
+  return mode == AblationMode::kMean || mode == AblationMode::kMeanByRole ||
+         mode == AblationMode::kResample;
+}
+// True for the modes whose fill differs by position (kMeanByRole,
+// kResample): the row's token layout decides it.
+inline bool ModeFillsByPosition(AblationMode mode) {
+  return mode == AblationMode::kMeanByRole || mode == AblationMode::kResample;
 }
 
 // Per-head reference outputs (mean and per-example), defined in the core
 // with its tensors (server/core/model/head_reference.h); opaque here.
 struct HeadReference;
 
-// kResample's draws: draw k takes reference example
-// ResampleOrder(seed, n)[k % n].
+// How kResample lines a reference input's positions up with the row's.
+enum class ResampleAlignment {
+  // Drawn only from reference inputs with the row's segment lengths, so
+  // position t takes the reference's position t.
+  kMatchedLengths,
+  // Drawn from reference inputs with as many segments; [CLS] and each [SEP]
+  // take their counterpart, token i of a segment of n tokens takes token
+  // floor(i * m / n) of the reference's segment of m tokens.
+  kScaled,
+};
+// "matched_lengths", "scaled".
+const char* ResampleAlignmentName(ResampleAlignment alignment);
+
+// kResample's draws (the rule: head_reference.h, ResampleSource).
 struct ResampleDraws {
   static constexpr int kMaxCount = 64;
   int count = 1;
   uint64_t seed = 0;
+  ResampleAlignment alignment = ResampleAlignment::kMatchedLengths;
 };
-// A Fisher-Yates shuffle of 0..n-1 driven by splitmix64(seed): for i from
-// n-1 down to 1, j = next() % (i + 1), swap. Written out (not std::shuffle)
-// so every platform and the Python reference draw the same examples.
-std::vector<int> ResampleOrder(uint64_t seed, int n);
 
 struct LayerHead {
   int layer = 0;
@@ -105,9 +131,9 @@ class HeadMask {
   // Short human-readable form, e.g. "ablate L3H7,L4H0 (zero)".
   std::string DebugString() const;
 
-  // The reference statistics kMean and kResample read (ignored by the other
-  // modes), and kResample's draws. A mask in those modes needs a reference
-  // before it reaches the model (Model refuses it otherwise).
+  // The reference statistics kMean, kMeanByRole and kResample read (ignored
+  // by the other modes), and kResample's draws. A mask in those modes needs a
+  // reference before it reaches the model (Model refuses it otherwise).
   void set_reference(std::shared_ptr<const HeadReference> reference,
                      ResampleDraws draws = {}) {
     reference_ = std::move(reference);

@@ -316,6 +316,33 @@ TEST_F(CliE2eTest, PatchWritesTableJsonCsvAndHeatmap) {
   const std::string csv = ReadFile(out / "patch.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 12) << csv;
   EXPECT_TRUE(Contains(ReadFile(out / "patch_heads.svg"), "<svg"));
+  EXPECT_TRUE(Contains(r.out, "ranked by |normalized_effect|")) << r.out;
+
+  // Noising (corrupted into clean): a site that does not matter leaves the
+  // clean run as it is (effect ~ 1), so the table ranks by |1 - effect|
+  // and says so; its first site is the one furthest from 1 in patch.json.
+  const fs::path noise = dir_ / "patch_noising";
+  r = Run("patch", {"--clean=the cat was here", "--corrupted=the dog was here",
+                    "--direction=corrupted-into-clean", "--top=3", "--quiet",
+                    "--out", noise.string()});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_TRUE(Contains(r.out, "ranked by |1 - normalized_effect|")) << r.out;
+  j = nlohmann::json::parse(ReadFile(noise / "patch.json"));
+  EXPECT_EQ(j["plan"]["direction"], "corrupted-into-clean");
+  std::string furthest;
+  double best = -1;
+  for (const auto& site : j["results"]) {
+    if (site["normalized_effect"].is_null()) continue;
+    const double score =
+        std::abs(1.0 - site["normalized_effect"].get<double>());
+    if (score > best) {
+      best = score;
+      furthest = "L" + std::to_string(site["layer"].get<int>()) + "H" +
+                 std::to_string(site["head"].get<int>());
+    }
+  }
+  ASSERT_FALSE(furthest.empty()) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\n1     " + furthest + " ")) << r.out;
 
   // Per token: layers x heads x tokens sites and the other figure.
   const fs::path out2 = dir_ / "patch_positions";

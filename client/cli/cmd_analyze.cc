@@ -1,7 +1,9 @@
 // `bertology analyze`: per-head attention statistics and pattern classes
 // over a dataset or one text/pair (the AnalyzeHeads RPC), printed as a
 // table or written with --out-dir as head_stats.csv, head_stats.json and
-// one layers x heads SVG heatmap per statistic plus the pattern grid.
+// one layers x heads SVG heatmap per statistic plus the pattern grid. With
+// --per-map, each head's share of maps in each class too (map_* columns,
+// "map_pattern_share" in the JSON).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -56,8 +58,26 @@ const std::vector<Statistic>& Statistics() {
        1, 0},
       {"to_own_segment", "Attention within the token's own segment",
        &S::to_own_segment, 2, 1},
+      {"vertical", "V: attention to [CLS] and [SEP] (the pattern rules')",
+       &S::vertical, 2, 1},
+      {"diagonal",
+       "D: to the previous, same and next token, not [CLS]/[SEP] (the "
+       "pattern rules')",
+       &S::diagonal, 2, 1},
   };
   return kStats;
+}
+
+// The per-map classes in AnalyzeHeadsResult.map_pattern_share's order
+// (AttentionPattern - 1), as CSV columns and JSON keys.
+constexpr const char* kMapClasses[] = {
+    "vertical", "diagonal", "vertical_diagonal", "block", "heterogeneous"};
+constexpr int kNumMapClasses = 5;
+
+// The share of head k's maps in class c (0-based), NaN when not sent.
+float MapShare(const v1::AnalyzeHeadsResult& r, int k, int c) {
+  const int i = k * kNumMapClasses + c;
+  return i < r.map_pattern_share_size() ? r.map_pattern_share(i) : NAN;
 }
 
 std::string PatternName(v1::AttentionPattern p) {
@@ -85,7 +105,12 @@ std::string Number(float v) {
 std::string Csv(const v1::AnalyzeHeadsResult& r) {
   std::string out = "layer,head";
   for (const Statistic& s : Statistics()) absl::StrAppend(&out, ",", s.name);
-  absl::StrAppend(&out, ",pattern\n");
+  absl::StrAppend(&out, ",pattern");
+  const bool per_map = r.map_pattern_share_size() > 0;
+  if (per_map) {
+    for (const char* c : kMapClasses) absl::StrAppend(&out, ",map_", c);
+  }
+  absl::StrAppend(&out, "\n");
   const v1::HeadStatistics& st = r.stats();
   for (int l = 0; l < r.num_layers(); ++l) {
     for (int h = 0; h < r.num_heads(); ++h) {
@@ -98,8 +123,11 @@ std::string Csv(const v1::AnalyzeHeadsResult& r) {
       }
       absl::StrAppend(
           &out, ",",
-          k < st.pattern_size() ? PatternName(st.pattern(k)) : "unspecified",
-          "\n");
+          k < st.pattern_size() ? PatternName(st.pattern(k)) : "unspecified");
+      for (int c = 0; per_map && c < kNumMapClasses; ++c) {
+        absl::StrAppend(&out, ",", Number(MapShare(r, k, c)));
+      }
+      absl::StrAppend(&out, "\n");
     }
   }
   return out;
@@ -143,6 +171,20 @@ nlohmann::json Json(const std::string& model, const v1::AnalyzeHeadsResult& r) {
     patterns.push_back(row);
   }
   j["pattern"] = patterns;
+  if (r.map_pattern_share_size() > 0) {
+    // {class: [layers][heads]}: the share of each head's maps in the class.
+    for (int c = 0; c < kNumMapClasses; ++c) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (int l = 0; l < r.num_layers(); ++l) {
+        nlohmann::json row = nlohmann::json::array();
+        for (int h = 0; h < r.num_heads(); ++h) {
+          row.push_back(num(MapShare(r, l * r.num_heads() + h, c)));
+        }
+        rows.push_back(row);
+      }
+      j["map_pattern_share"][kMapClasses[c]] = rows;
+    }
+  }
   return j;
 }
 
@@ -195,6 +237,9 @@ int RunAnalyze(const Argv& argv) {
                    "write head_stats.csv, head_stats.json, one SVG heatmap "
                    "per statistic and patterns.svg here",
                    "DIR"});
+  flags.push_back({"per-map", false,
+                   "also classify each example's map of each head and report "
+                   "the share of each head's maps per class"});
   flags.push_back({"quiet", false, "no progress on stderr"});
   // Statistics need no labels: --label defaults to none here.
   const Argv with_default = WithNoLabelByDefault(argv);
@@ -211,7 +256,9 @@ int RunAnalyze(const Argv& argv) {
           "cross-segment\nterm matching) and pattern classes (Kovaleva et al. "
           "2019) over the\ninputs, under the mask. Labels are not read "
           "(--label "
-          "defaults to none).\nWithout --out-dir, prints the CSV.",
+          "defaults to none).\nWithout --out-dir, prints the CSV. --per-map "
+          "classifies every example's map\nof each head as well and adds "
+          "the share of its maps in each class.",
           flags, with_default, &args, &exit)) {
     return exit;
   }
@@ -231,6 +278,7 @@ int RunAnalyze(const Argv& argv) {
   v1::AnalyzeHeadsRequest request;
   request.set_model(args.Get("model"));
   *request.mutable_head_mask() = *mask;
+  request.set_per_map_classes(args.Has("per-map"));
   if (args.Has("data")) {
     const std::vector<std::string> labels(info->model.label_names().begin(),
                                           info->model.label_names().end());

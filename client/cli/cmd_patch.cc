@@ -31,8 +31,11 @@ constexpr char kUsage[] =
     "there and scores the\nlogit difference logit[answer] - logit[foil]. "
     "The normalized effect is 1 where\nthe patched run behaves as the clean "
     "one and 0 as the corrupted one. The two\ninputs must tokenize to the "
-    "same length. Prints the --top sites by\n|normalized effect|; --out "
-    "writes patch.json, patch.csv and patch_heads.svg\n(--sites=heads), "
+    "same length. Prints the --top sites by\n|normalized effect| when "
+    "denoising (clean-into-corrupted) and by |1 - normalized\neffect| when "
+    "noising (corrupted-into-clean, where a site that does not matter\n"
+    "scores 1); --out writes patch.json, patch.csv and patch_heads.svg\n"
+    "(--sites=heads), "
     "patch_head_positions.svg (--sites=head-positions) or\n"
     "patch_residual_positions.svg (--sites=residual-positions: layers x "
     "tokens, as\ncausal tracing draws it).";

@@ -2,10 +2,13 @@
 // over a file whose text columns hold the gold words separated by spaces
 // (e.g. models/querytitle-zh-tiny/data/test_words.tsv; the texts are the
 // words concatenated). Writes segment_heads.csv/.json, an F1 heatmap
-// (layers x heads) and the segmentation view of one example with --out-dir;
-// without it, the CSV on stdout.
+// (layers x heads) and the segmentation view of one example with --out-dir,
+// then prints the best heads by MCC beside the two trivial baselines
+// (always-next, always-[SEP]) and the oracles; without --out-dir, the CSV
+// on stdout and that table on stderr (unless --quiet).
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -47,20 +50,72 @@ std::string Number(double v) {
   return std::isnan(v) ? "" : absl::StrFormat("%.9g", v);
 }
 
+// The value of a repeated score at k, NaN where the server sent none.
+double At(const google::protobuf::RepeatedField<float>& values, int k) {
+  return k < values.size() ? values[k]
+                           : std::numeric_limits<double>::quiet_NaN();
+}
+
 std::string Csv(const v1::SegmentWordsResult& r) {
   const v1::SegmentationScores& s = r.scores();
   std::string out =
       "layer,head,precision,recall,f1,accuracy,true_ends,predicted_ends,"
-      "correct\n";
+      "correct,mcc,balanced_accuracy\n";
   for (int l = 0; l < r.num_layers(); ++l) {
     for (int h = 0; h < r.num_heads(); ++h) {
       const int k = l * r.num_heads() + h;
       absl::StrAppend(&out, l, ",", h, ",", Number(s.precision(k)), ",",
                       Number(s.recall(k)), ",", Number(s.f1(k)), ",",
                       Number(s.accuracy(k)), ",", s.true_ends(k), ",",
-                      s.predicted_ends(k), ",", s.correct(k), "\n");
+                      s.predicted_ends(k), ",", s.correct(k), ",",
+                      Number(At(s.mcc(), k)), ",",
+                      Number(At(s.balanced_accuracy(), k)), "\n");
     }
   }
+  return out;
+}
+
+// "%.4f", or "n/a" for NaN.
+std::string Cell(double v) {
+  return std::isnan(v) ? "n/a" : absl::StrFormat("%.4f", v);
+}
+
+// The best heads (by MCC, as the server ranks them) with the two trivial
+// baselines under them, scored alike, and the oracles side by side.
+std::string Table(const v1::SegmentWordsResult& r) {
+  const v1::SegmentationScores& s = r.scores();
+  std::string out = absl::StrFormat(
+      "%d examples, %d characters (%d word ends); heads ranked by MCC "
+      "(then balanced accuracy, then layer/head)\n%-5s %-13s %8s %8s %8s "
+      "%9s %8s %8s\n",
+      r.examples(), r.characters(), r.gold_ends(), "rank", "head", "mcc",
+      "bal_acc", "f1", "precision", "recall", "accuracy");
+  auto row = [&](const std::string& rank, const std::string& name, double mcc,
+                 double bal, double f1, double p, double rec, double acc) {
+    absl::StrAppendFormat(&out, "%-5s %-13s %8s %8s %8s %9s %8s %8s\n", rank,
+                          name, Cell(mcc), Cell(bal), Cell(f1), Cell(p),
+                          Cell(rec), Cell(acc));
+  };
+  for (int i = 0; i < r.best_heads_size(); ++i) {
+    const v1::LayerHead& lh = r.best_heads(i);
+    const int k = lh.layer() * r.num_heads() + lh.head();
+    row(absl::StrCat(i + 1), absl::StrCat("L", lh.layer(), "H", lh.head()),
+        At(s.mcc(), k), At(s.balanced_accuracy(), k), At(s.f1(), k),
+        At(s.precision(), k), At(s.recall(), k), At(s.accuracy(), k));
+  }
+  for (const auto& [name, b] :
+       {std::pair<const char*, const v1::SegmentationBaseline*>{
+            "always-next", &r.always_next()},
+        {"always-[SEP]", &r.always_sep()}}) {
+    row("base", name, b->mcc(), b->balanced_accuracy(), b->f1(), b->precision(),
+        b->recall(), b->accuracy());
+  }
+  absl::StrAppendFormat(
+      &out,
+      "some head right on %.4f of the characters (one of the top %d: %.4f); "
+      "always-next or always-[SEP] right on %.4f\n",
+      r.oracle_all_heads(), r.best_heads_size(), r.oracle_top_heads(),
+      r.oracle_baselines());
   return out;
 }
 
@@ -73,7 +128,7 @@ nlohmann::json Json(const std::string& model, const v1::SegmentWordsResult& r) {
     for (int l = 0; l < r.num_layers(); ++l) {
       nlohmann::json row = nlohmann::json::array();
       for (int h = 0; h < r.num_heads(); ++h) {
-        row.push_back(num(values[l * r.num_heads() + h]));
+        row.push_back(num(At(values, l * r.num_heads() + h)));
       }
       rows.push_back(row);
     }
@@ -83,6 +138,17 @@ nlohmann::json Json(const std::string& model, const v1::SegmentWordsResult& r) {
   for (const v1::LayerHead& lh : r.best_heads()) {
     best.push_back({lh.layer(), lh.head()});
   }
+  auto baseline = [&](const v1::SegmentationBaseline& b) {
+    return nlohmann::json{{"precision", num(b.precision())},
+                          {"recall", num(b.recall())},
+                          {"f1", num(b.f1())},
+                          {"accuracy", num(b.accuracy())},
+                          {"mcc", num(b.mcc())},
+                          {"balanced_accuracy", num(b.balanced_accuracy())},
+                          {"true_ends", b.true_ends()},
+                          {"predicted_ends", b.predicted_ends()},
+                          {"correct", b.correct()}};
+  };
   return {{"model", model},
           {"num_layers", r.num_layers()},
           {"num_heads", r.num_heads()},
@@ -93,11 +159,18 @@ nlohmann::json Json(const std::string& model, const v1::SegmentWordsResult& r) {
           {"skipped_pieces", r.skipped_pieces()},
           {"oracle_all_heads", r.oracle_all_heads()},
           {"oracle_top_heads", r.oracle_top_heads()},
+          {"oracle_baselines", r.oracle_baselines()},
           {"best_heads", best},
+          {"ranked_by", "mcc, then balanced_accuracy, then (layer, head)"},
+          {"baselines",
+           {{"always_next", baseline(r.always_next())},
+            {"always_sep", baseline(r.always_sep())}}},
           {"precision", grid(r.scores().precision())},
           {"recall", grid(r.scores().recall())},
           {"f1", grid(r.scores().f1())},
-          {"accuracy", grid(r.scores().accuracy())}};
+          {"accuracy", grid(r.scores().accuracy())},
+          {"mcc", grid(r.scores().mcc())},
+          {"balanced_accuracy", grid(r.scores().balanced_accuracy())}};
 }
 
 const char* PredictionName(int p) {
@@ -121,10 +194,10 @@ absl::Status WriteOutDir(const std::string& dir, const std::string& model,
                                 Json(model, r).dump(2) + "\n", &written);
   }
   const std::string subtitle = absl::StrFormat(
-      "%s · %d examples, %d characters · any head right: %.3f (top %d: "
-      "%.3f)",
+      "%s · %d examples, %d characters · any head right: %.3f (top %d by "
+      "MCC: %.3f; always-next or always-[SEP]: %.3f)",
       model, r.examples(), r.characters(), r.oracle_all_heads(),
-      r.best_heads_size(), r.oracle_top_heads());
+      r.best_heads_size(), r.oracle_top_heads(), r.oracle_baselines());
   if (s.ok()) {
     render::HeadGrid grid;
     grid.title = "Word-end F1 of each head read as a segmenter";
@@ -141,7 +214,7 @@ absl::Status WriteOutDir(const std::string& dir, const std::string& model,
     render::SegmentationFigure figure;
     figure.title =
         absl::StrCat("Example ", v.example(), ": gold words and head L",
-                     v.head().layer(), "H", v.head().head());
+                     v.head().layer(), "H", v.head().head(), " (best by MCC)");
     figure.subtitle = "boundaries above: gold; below: the head's word ends";
     figure.characters.assign(v.characters().begin(), v.characters().end());
     figure.segment.assign(v.segment().begin(), v.segment().end());
@@ -167,7 +240,9 @@ int RunSegment(const Argv& argv) {
                    "write segment_heads.csv, segment_heads.json, "
                    "segment_f1.svg and segmentation.svg here",
                    "DIR"});
-  flags.push_back({"quiet", false, "no progress on stderr"});
+  flags.push_back(
+      {"quiet", false,
+       "no progress on stderr (nor, without --out-dir, the table)"});
   Args args;
   int exit = 0;
   if (!ParseCommandArgs(
@@ -178,7 +253,10 @@ int RunSegment(const Argv& argv) {
           "attention\nis a [SEP] ends a word; one attending to the next "
           "character is inside one)\nand scores it against the gold words: "
           "the text columns hold the words\nseparated by spaces, e.g. "
-          "models/querytitle-zh-tiny/data/test_words.tsv.",
+          "models/querytitle-zh-tiny/data/test_words.tsv.\nPrints the best "
+          "heads by MCC (Matthews correlation of word ends) beside two\n"
+          "trivial heads scored alike (always-next, always-[SEP]); without "
+          "--out-dir\nthe CSV goes to stdout and that table to stderr.",
           flags, WithNoLabelByDefault(argv), &args, &exit)) {
     return exit;
   }
@@ -220,11 +298,13 @@ int RunSegment(const Argv& argv) {
   if (!result.ok()) return Fail(kCommand, kExitRpc, result.status());
   if (!args.Has("out-dir")) {
     std::printf("%s", Csv(*result).c_str());
+    if (!args.Has("quiet")) std::fprintf(stderr, "%s", Table(*result).c_str());
     return kExitOk;
   }
   absl::Status s =
       WriteOutDir(args.Get("out-dir"), info->model.name(), *result);
   if (!s.ok()) return Fail(kCommand, kExitData, s);
+  std::printf("%s", Table(*result).c_str());
   return kExitOk;
 }
 

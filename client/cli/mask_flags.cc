@@ -33,8 +33,9 @@ std::vector<FlagSpec> HeadMaskFlags() {
       {"ablate", true, "mask these heads, e.g. 2:3,4:0 (layer:head)", "L:H,.."},
       {"keep", true, "keep only these heads, mask all others", "L:H,.."},
       {"mode", true,
-       "zero (HF head_mask), uniform (Kovaleva et al.), mean or resample "
-       "(the head's output over reference inputs)",
+       "zero (HF head_mask), uniform (Kovaleva et al.), mean, mean_by_role "
+       "(the head's mean output over reference inputs, pooled or per token "
+       "role) or resample (sweeps: its output on other inputs, per position)",
        "MODE"},
   };
   for (FlagSpec& f : ReferenceFlags()) flags.push_back(f);
@@ -44,16 +45,21 @@ std::vector<FlagSpec> HeadMaskFlags() {
 std::vector<FlagSpec> ReferenceFlags() {
   return {
       {"statistics", true,
-       "mean/resample: reference statistics id on the server "
+       "mean/mean_by_role/resample: reference statistics id on the server "
        "(bertology statistics)",
        "ID"},
       {"reference", true,
-       "mean/resample: reference inputs (.tsv, .csv, .jsonl; labels ignored) "
+       "mean/mean_by_role/resample: reference inputs (.tsv, .csv, .jsonl; "
+       "labels ignored) "
        "to compute the statistics from",
        "FILE"},
       {"draws", true, "resample: reference examples drawn per input (1-64)",
        "N"},
       {"seed", true, "resample: seed of the draws (default 0)", "S"},
+      {"alignment", true,
+       "resample: matched (default: reference inputs with the same segment "
+       "lengths) or scaled (positions scaled within each segment)",
+       "A"},
   };
 }
 
@@ -70,7 +76,8 @@ std::vector<FlagSpec> SweepSpecFlags() {
        "mask layers B-E (inclusive) except the listed heads; repeatable",
        "B-E[:L:H,..]"},
       {"mask", true, "one explicit mask of these heads; repeatable", "L:H,.."},
-      {"mode", true, "zero, uniform, mean or resample (default zero)", "MODE"},
+      {"mode", true,
+       "zero, uniform, mean, mean_by_role or resample (default zero)", "MODE"},
   };
   for (FlagSpec& f : ReferenceFlags()) flags.push_back(f);
   return flags;
@@ -82,8 +89,10 @@ absl::StatusOr<v1::AblationMode> ParseMode(const Args& args) {
   if (mode == "uniform") return v1::ABLATION_MODE_UNIFORM;
   if (mode == "mean") return v1::ABLATION_MODE_MEAN;
   if (mode == "resample") return v1::ABLATION_MODE_RESAMPLE;
+  if (mode == "mean_by_role") return v1::ABLATION_MODE_MEAN_BY_ROLE;
   return absl::InvalidArgumentError(
-      absl::StrCat("--mode=", mode, " is not zero, uniform, mean or resample"));
+      absl::StrCat("--mode=", mode,
+                   " is not zero, uniform, mean, mean_by_role or resample"));
 }
 
 std::string ModeName(v1::AblationMode mode) {
@@ -94,6 +103,8 @@ std::string ModeName(v1::AblationMode mode) {
       return "mean";
     case v1::ABLATION_MODE_RESAMPLE:
       return "resample";
+    case v1::ABLATION_MODE_MEAN_BY_ROLE:
+      return "mean_by_role";
     default:
       return "zero";
   }
@@ -114,21 +125,34 @@ absl::StatusOr<v1::ResampleOptions> ParseResample(const Args& args) {
   }
   options.set_draws(*draws);
   options.set_seed(seed);
+  const std::string alignment = args.Get("alignment", "matched");
+  if (alignment == "matched") {
+    options.set_alignment(v1::RESAMPLE_ALIGNMENT_MATCHED_LENGTHS);
+  } else if (alignment == "scaled") {
+    options.set_alignment(v1::RESAMPLE_ALIGNMENT_SCALED);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--alignment=", alignment, " is not matched or scaled"));
+  }
   return options;
 }
 
 absl::Status CheckReferenceFlags(const Args& args, v1::AblationMode mode) {
-  const bool reads_reference =
-      mode == v1::ABLATION_MODE_MEAN || mode == v1::ABLATION_MODE_RESAMPLE;
+  const bool reads_reference = mode == v1::ABLATION_MODE_MEAN ||
+                               mode == v1::ABLATION_MODE_MEAN_BY_ROLE ||
+                               mode == v1::ABLATION_MODE_RESAMPLE;
   const std::string name = ModeName(mode);
   if (!reads_reference) {
-    for (const char* flag : {"statistics", "reference", "draws", "seed"}) {
+    for (const char* flag :
+         {"statistics", "reference", "draws", "seed", "alignment"}) {
       if (args.Has(flag)) {
-        const bool resample_only =
-            std::string(flag) == "draws" || std::string(flag) == "seed";
+        const bool resample_only = std::string(flag) == "draws" ||
+                                   std::string(flag) == "seed" ||
+                                   std::string(flag) == "alignment";
         return absl::InvalidArgumentError(absl::StrCat(
             "--", flag, " goes with --mode=",
-            resample_only ? "resample" : "mean or resample", ", not ", name));
+            resample_only ? "resample" : "mean, mean_by_role or resample",
+            ", not ", name));
       }
     }
     return absl::OkStatus();
@@ -142,9 +166,9 @@ absl::Status CheckReferenceFlags(const Args& args, v1::AblationMode mode) {
         "--mode=", name, " needs --statistics=ID or --reference=FILE"));
   }
   if (mode != v1::ABLATION_MODE_RESAMPLE &&
-      (args.Has("draws") || args.Has("seed"))) {
+      (args.Has("draws") || args.Has("seed") || args.Has("alignment"))) {
     return absl::InvalidArgumentError(
-        "--draws and --seed go with --mode=resample");
+        "--draws, --seed and --alignment go with --mode=resample");
   }
   return absl::OkStatus();
 }

@@ -120,26 +120,49 @@ std::string PatchCsv(const PatchRun& run) {
   return out;
 }
 
+double PatchSiteScore(const v1::PatchResult& result,
+                      v1::PatchDirection direction) {
+  if (!result.has_normalized_effect()) return kNaN;
+  const double e = result.normalized_effect();
+  return direction == v1::PATCH_DIRECTION_CORRUPTED_INTO_CLEAN
+             ? std::abs(1.0 - e)
+             : std::abs(e);
+}
+
+std::string PatchScoreName(v1::PatchDirection direction) {
+  return direction == v1::PATCH_DIRECTION_CORRUPTED_INTO_CLEAN
+             ? "|1 - normalized_effect|"
+             : "|normalized_effect|";
+}
+
 std::string PatchTable(const PatchRun& run, int top) {
   const v1::PatchPlan& p = run.plan;
+  const v1::PatchDirection direction = p.direction();
+  const bool noising = direction == v1::PATCH_DIRECTION_CORRUPTED_INTO_CLEAN;
   std::string out = absl::StrFormat(
       "%s, %d sites, %d tokens\nlogit[%d] - logit[%d]: clean %.4f, "
-      "corrupted %.4f\n",
-      DirectionName(p.direction()), p.num_sites(), p.num_tokens(), p.answer(),
-      p.foil(), p.clean_logit_diff(), p.corrupted_logit_diff());
+      "corrupted %.4f\nranked by %s: %s\n",
+      DirectionName(direction), p.num_sites(), p.num_tokens(), p.answer(),
+      p.foil(), p.clean_logit_diff(), p.corrupted_logit_diff(),
+      PatchScoreName(direction),
+      noising ? "how much of the clean behaviour the site alone destroys "
+                "(noising; 0 = no change)"
+              : "how much of the clean behaviour the site alone restores "
+                "(denoising; 0 = no change)");
   std::vector<const v1::PatchResult*> order;
   for (const v1::PatchResult& r : run.results) order.push_back(&r);
   std::stable_sort(
       order.begin(), order.end(),
-      [](const v1::PatchResult* a, const v1::PatchResult* b) {
+      [&](const v1::PatchResult* a, const v1::PatchResult* b) {
         if (a->has_normalized_effect() != b->has_normalized_effect()) {
           return a->has_normalized_effect();
         }
-        return std::abs(Effect(*a)) > std::abs(Effect(*b));
+        return PatchSiteScore(*a, direction) > PatchSiteScore(*b, direction);
       });
   if (top > 0 && static_cast<int>(order.size()) > top) order.resize(top);
-  absl::StrAppendFormat(&out, "\n%-5s %-16s %-12s %-10s %s\n", "rank", "site",
-                        "token", "logit_diff", "normalized_effect");
+  absl::StrAppendFormat(&out, "\n%-5s %-16s %-12s %-10s %-17s %s\n", "rank",
+                        "site", "token", "logit_diff", "normalized_effect",
+                        PatchScoreName(direction));
   for (size_t i = 0; i < order.size(); ++i) {
     const v1::PatchResult& r = *order[i];
     const v1::PatchSite& s = r.site();
@@ -147,12 +170,15 @@ std::string PatchTable(const PatchRun& run, int top) {
         s.has_position() && s.position() >= 0 && s.position() < p.tokens_size()
             ? p.tokens(s.position())
             : "";
-    absl::StrAppendFormat(&out, "%-5d %-16s %-12s %-10.4f %s\n",
-                          static_cast<int>(i + 1), SiteName(s), token,
-                          r.logit_diff(),
-                          r.has_normalized_effect()
-                              ? absl::StrFormat("%+.4f", r.normalized_effect())
-                              : "n/a");
+    absl::StrAppendFormat(
+        &out, "%-5d %-16s %-12s %-10.4f %-17s %s\n", static_cast<int>(i + 1),
+        SiteName(s), token, r.logit_diff(),
+        r.has_normalized_effect()
+            ? absl::StrFormat("%+.4f", r.normalized_effect())
+            : "n/a",
+        r.has_normalized_effect()
+            ? absl::StrFormat("%.4f", PatchSiteScore(r, direction))
+            : "n/a");
   }
   return out;
 }

@@ -37,8 +37,21 @@ std::string PatchJson(const PatchRun& run);
 // position and normalized_effect are empty when unset.
 std::string PatchCsv(const PatchRun& run);
 
-// The run's logit differences, then the `top` sites by |normalized_effect|
-// (sites without one last), one line each.
+// How strongly a site matters in the run's direction, the score the table
+// ranks by (NaN without a normalized effect):
+//   clean-into-corrupted (denoising; also UNSPECIFIED): |normalized_effect|,
+//     the share of the clean behaviour the site alone restores;
+//   corrupted-into-clean (noising): |1 - normalized_effect|, the share of
+//     the clean behaviour the site alone destroys (a site that does not
+//     matter leaves the clean run as it was: effect 1, score 0).
+double PatchSiteScore(const v1::PatchResult& result,
+                      v1::PatchDirection direction);
+// "|normalized_effect|" or "|1 - normalized_effect|".
+std::string PatchScoreName(v1::PatchDirection direction);
+
+// The run's logit differences, then the `top` sites by PatchSiteScore
+// (descending; ties and sites without a score in site order, the latter
+// last), one line each; the header names the score.
 std::string PatchTable(const PatchRun& run, int top);
 
 // Whole-head sites (no position) as a layers x heads grid.

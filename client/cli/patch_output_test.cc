@@ -1,6 +1,9 @@
 #include "client/cli/patch_output.h"
 
 #include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
@@ -77,6 +80,113 @@ TEST(PatchOutputTest, TableRanksByAbsoluteEffect) {
   EXPECT_LT(strongest, second);
   EXPECT_EQ(table.find("L1H1"), std::string::npos);  // beyond --top
   EXPECT_NE(table.find("-1.0000"), std::string::npos);
+}
+
+// The sites of a table, in the order it lists them.
+std::vector<std::string> TableSites(const std::string& table) {
+  std::vector<std::string> sites;
+  std::istringstream lines(table);
+  std::string line;
+  bool rows = false;
+  while (std::getline(lines, line)) {
+    if (absl::StartsWith(line, "rank ")) {
+      rows = true;
+      continue;
+    }
+    if (!rows || line.empty()) continue;
+    std::istringstream fields(line);
+    std::string rank, site;
+    fields >> rank >> site;
+    sites.push_back(site);
+  }
+  return sites;
+}
+
+// The reviewer's run in small: clean 11.3, corrupted 1.5. Six heads barely
+// matter (patched, the logit difference stays near the run it is patched
+// into), L1H2 matters most (2.6 when patched into the clean run), L1H3 is
+// in between; L2H0 has no effect value.
+PatchRun PlantedRun(v1::PatchDirection direction) {
+  PatchRun run;
+  run.plan.set_num_sites(9);
+  run.plan.set_num_tokens(3);
+  for (const char* t : {"[CLS]", "good", "[SEP]"}) run.plan.add_tokens(t);
+  run.plan.set_answer(1);
+  run.plan.set_foil(0);
+  run.plan.set_clean_logit_diff(11.3);
+  run.plan.set_corrupted_logit_diff(1.5);
+  run.plan.set_direction(direction);
+  const bool noising = direction == v1::PATCH_DIRECTION_CORRUPTED_INTO_CLEAN;
+  // Effects as the server computes them: (d - 1.5) / 9.8.
+  auto site = [&](int index, int layer, int head, double d) {
+    return Result(index, layer, head, d, (d - 1.5) / 9.8);
+  };
+  // An unimportant site leaves the patched run where it started: near the
+  // clean score when noising (effect ~ 1), near the corrupted one when
+  // denoising (effect ~ 0).
+  const std::vector<double> small = {0.05, -0.1, 0.2, -0.15, 0.12, 0.0};
+  for (int k = 0; k < 6; ++k) {
+    run.results.push_back(
+        site(k, k / 4, k % 4, (noising ? 11.3 : 1.5) + small[k]));
+  }
+  run.results.push_back(Result(6, 2, 0, 5.0, {}));
+  // The important site: noising, 11.3 -> 2.6; denoising, 1.5 -> 10.2.
+  run.results.push_back(site(7, 1, 2, noising ? 2.6 : 10.2));
+  // In between: half the way.
+  run.results.push_back(site(8, 1, 3, noising ? 6.0 : 6.8));
+  return run;
+}
+
+TEST(PatchOutputTest, SiteScoreByDirection) {
+  v1::PatchResult r = Result(0, 0, 0, 0, 0.25);
+  EXPECT_DOUBLE_EQ(PatchSiteScore(r, v1::PATCH_DIRECTION_CLEAN_INTO_CORRUPTED),
+                   0.25);
+  EXPECT_DOUBLE_EQ(PatchSiteScore(r, v1::PATCH_DIRECTION_UNSPECIFIED), 0.25);
+  EXPECT_DOUBLE_EQ(PatchSiteScore(r, v1::PATCH_DIRECTION_CORRUPTED_INTO_CLEAN),
+                   0.75);
+  r.set_normalized_effect(1.2);  // overshoot counts as much either way
+  EXPECT_NEAR(PatchSiteScore(r, v1::PATCH_DIRECTION_CORRUPTED_INTO_CLEAN), 0.2,
+              1e-12);
+  r.clear_normalized_effect();
+  EXPECT_TRUE(
+      std::isnan(PatchSiteScore(r, v1::PATCH_DIRECTION_CORRUPTED_INTO_CLEAN)));
+}
+
+// Noising: the most important site (11.3 -> 2.6, effect 0.11) ranks first
+// and the six sites at effect ~ 1 last. Ranked by |effect| it came last.
+TEST(PatchOutputTest, NoisingTableRanksByDistanceFromOne) {
+  const std::string table =
+      PatchTable(PlantedRun(v1::PATCH_DIRECTION_CORRUPTED_INTO_CLEAN), 0);
+  EXPECT_NE(table.find("ranked by |1 - normalized_effect|"), std::string::npos)
+      << table;
+  const std::vector<std::string> sites = TableSites(table);
+  ASSERT_EQ(sites.size(), 9u) << table;
+  EXPECT_EQ(sites[0], "L1H2") << table;
+  EXPECT_EQ(sites[1], "L1H3") << table;
+  // Then the unimportant six, by |1 - effect|: 0.2, -0.15, 0.12, -0.1,
+  // 0.05, 0 off the clean score.
+  EXPECT_EQ(std::vector<std::string>(sites.begin() + 2, sites.end() - 1),
+            (std::vector<std::string>{"L0H2", "L0H3", "L1H0", "L0H1", "L0H0",
+                                      "L1H1"}))
+      << table;
+  EXPECT_EQ(sites.back(), "L2H0");  // no effect value: last
+  // --top keeps the most important.
+  const std::vector<std::string> top = TableSites(
+      PatchTable(PlantedRun(v1::PATCH_DIRECTION_CORRUPTED_INTO_CLEAN), 2));
+  EXPECT_EQ(top, (std::vector<std::string>{"L1H2", "L1H3"}));
+}
+
+// Denoising: the same sites, now by |effect|: the important site restores
+// most of the clean score and ranks first, the unimportant six (effect
+// ~ 0) last.
+TEST(PatchOutputTest, DenoisingTableRanksByEffect) {
+  const std::string table =
+      PatchTable(PlantedRun(v1::PATCH_DIRECTION_CLEAN_INTO_CORRUPTED), 2);
+  EXPECT_NE(table.find("ranked by |normalized_effect|"), std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("|1 - normalized_effect|"), std::string::npos);
+  EXPECT_EQ(TableSites(table), (std::vector<std::string>{"L1H2", "L1H3"}))
+      << table;
 }
 
 TEST(PatchOutputTest, HeadGridIsLayersByHeads) {

@@ -31,14 +31,26 @@ std::string RelativeChange(const MergedMask& m) {
              : "";
 }
 
+// The paired interval's bounds and whether it excludes 0, empty fields
+// where there is none (the baseline).
+std::string DeltaCi(const MergedMask& m) {
+  if (!m.accuracy_delta_ci.has_value()) return ",,";
+  return absl::StrFormat("%.10g,%.10g,%d", m.accuracy_delta_ci->low,
+                         m.accuracy_delta_ci->high,
+                         m.accuracy_delta_ci->ExcludesZero() ? 1 : 0);
+}
+
 void CsvRow(const MergedMask& m, std::string* out) {
   const MaskCounts& c = m.counts;
   absl::StrAppend(
-      out, absl::StrFormat("%d,%s,%s,%s,%d,%d,%d,%.10g,%.10g,%s,%.10g,%.10g\n",
+      out, absl::StrFormat("%d,%s,%s,%s,%d,%d,%d,%.10g,%.10g,%s,%.10g,%.10g,"
+                           "%.10g,%.10g,%s,%d,%.10g\n",
                            c.mask_index, CsvField(c.mask_id), CsvField(c.spec),
                            CsvField(Ablated(c)), c.examples, c.scored,
                            c.correct, m.accuracy, m.accuracy_delta,
-                           RelativeChange(m), c.loss_sum, m.mean_loss_delta));
+                           RelativeChange(m), c.loss_sum, m.mean_loss_delta,
+                           m.accuracy_ci.low, m.accuracy_ci.high, DeltaCi(m),
+                           c.draws, m.draw_accuracy_std));
 }
 
 nlohmann::json MaskJson(const MergedMask& m) {
@@ -59,7 +71,17 @@ nlohmann::json MaskJson(const MergedMask& m) {
            m.relative_change_percent.has_value()
                ? nlohmann::json(*m.relative_change_percent)
                : nlohmann::json(nullptr)},
-          {"mean_loss_delta", m.mean_loss_delta}};
+          {"mean_loss_delta", m.mean_loss_delta},
+          {"accuracy_ci", {m.accuracy_ci.low, m.accuracy_ci.high}},
+          {"accuracy_delta_ci", m.accuracy_delta_ci.has_value()
+                                    ? nlohmann::json{m.accuracy_delta_ci->low,
+                                                     m.accuracy_delta_ci->high}
+                                    : nlohmann::json(nullptr)},
+          {"distinguishable", m.accuracy_delta_ci.has_value() &&
+                                  m.accuracy_delta_ci->ExcludesZero()},
+          {"draws", c.draws},
+          {"draw_accuracy", m.draw_accuracy},
+          {"draw_accuracy_std", m.draw_accuracy_std}};
 }
 
 render::MaskOutcome ToOutcome(const MergedMask& m) {
@@ -77,6 +99,15 @@ render::MaskOutcome ToOutcome(const MergedMask& m) {
   o.relative_change_percent = m.relative_change_percent.value_or(NAN);
   for (const auto& [l, h] : m.scaled) o.scaled.push_back({l, h});
   o.mean_loss_delta = m.mean_loss_delta;
+  o.accuracy_ci_low = m.accuracy_ci.low;
+  o.accuracy_ci_high = m.accuracy_ci.high;
+  if (m.accuracy_delta_ci.has_value()) {
+    o.delta_ci_low = m.accuracy_delta_ci->low;
+    o.delta_ci_high = m.accuracy_delta_ci->high;
+    o.distinguishable = m.accuracy_delta_ci->ExcludesZero();
+  }
+  o.draws = m.counts.draws;
+  o.draw_accuracy_std = m.draw_accuracy_std;
   return o;
 }
 
@@ -97,7 +128,9 @@ render::SweepResults ToSweepResults(const SweepSummary& summary,
 std::string SweepCsv(const SweepSummary& summary) {
   std::string out =
       "mask_index,mask_id,spec,ablated,examples,scored,correct,accuracy,"
-      "accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta\n";
+      "accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta,"
+      "accuracy_ci_low,accuracy_ci_high,delta_ci_low,delta_ci_high,"
+      "distinguishable,draws,draw_accuracy_std\n";
   CsvRow(summary.baseline, &out);
   for (const MergedMask& m : summary.masks) CsvRow(m, &out);
   return out;

@@ -32,7 +32,7 @@ SweepReport ZeroBaseline() {
 
 TEST(SweepOutputTest, NoRelativeChangeIsAnEmptyCsvField) {
   const std::string csv = SweepCsv(ZeroBaseline().summary);
-  EXPECT_NE(csv.find("\n0,head-L0H0,,,4,4,1,0.25,0.25,,0,0\n"),
+  EXPECT_NE(csv.find("\n0,head-L0H0,,,4,4,1,0.25,0.25,,0,0,"),
             std::string::npos)
       << csv;
   EXPECT_EQ(csv.find("nan"), std::string::npos) << csv;

@@ -29,6 +29,14 @@ std::string Change(double percent) {
                                 : "     n/a";
 }
 
+// The paired 95 % interval of the accuracy change in points, starred when
+// it excludes 0 ("n/a" without one).
+std::string DeltaInterval(const MaskOutcome& m) {
+  if (std::isnan(m.delta_ci_low)) return "n/a";
+  return absl::StrFormat("[%+.1f, %+.1f]%s", m.delta_ci_low * 100,
+                         m.delta_ci_high * 100, m.distinguishable ? " *" : "");
+}
+
 // The relative change of an accuracy that is not one mask's (a mean over
 // repeats), with the server's formula.
 double RelativeChange(double accuracy, double baseline) {
@@ -49,12 +57,15 @@ void HeadList(const char* title, const char* none,
     absl::StrAppend(out, "  (", none, ")\n");
     return;
   }
-  absl::StrAppend(out, "  head     accuracy    change\n");
+  absl::StrAppend(out,
+                  "  head     accuracy    change   95% CI of the change "
+                  "(points)\n");
   for (const MaskOutcome* m : heads) {
     absl::StrAppendFormat(
-        out, "  %-7s  %s  %s\n",
+        out, "  %-7s  %s  %s  %s\n",
         absl::StrCat("L", m->ablated[0].layer, "H", m->ablated[0].head),
-        Accuracy(m->accuracy), Change(m->relative_change_percent));
+        Accuracy(m->accuracy), Change(m->relative_change_percent),
+        DeltaInterval(*m));
   }
 }
 
@@ -103,7 +114,12 @@ void SingleHeads(const render::SweepResults& sweep, std::string* out) {
   if (unknown > 0) {
     absl::StrAppendFormat(out, ", %d n/a (baseline accuracy 0)", unknown);
   }
-  absl::StrAppend(out, "\n");
+  int distinguishable = 0;
+  for (const MaskOutcome* m : heads) distinguishable += m->distinguishable;
+  absl::StrAppendFormat(out,
+                        "; %d of the changes are distinguishable from 0 "
+                        "(95%% paired interval excludes it, marked *)\n",
+                        distinguishable);
   HeadList("Most harmful single heads (accuracy falls):",
            "none: no single head lowers accuracy", harmful, out);
   HeadList("Most helpful single heads (accuracy rises):",
@@ -123,11 +139,12 @@ void WholeLayers(const render::SweepResults& sweep, std::string* out) {
   std::stable_sort(layers.begin(), layers.end(),
                    [](auto& a, auto& b) { return a.first < b.first; });
   absl::StrAppend(out, "\nWhole layers masked:\n",
-                  "  layer    accuracy    change\n");
+                  "  layer    accuracy    change   95% CI of the change "
+                  "(points)\n");
   for (const auto& [layer, m] : layers) {
-    absl::StrAppendFormat(out, "  %-6d   %s  %s\n", layer,
-                          Accuracy(m->accuracy),
-                          Change(m->relative_change_percent));
+    absl::StrAppendFormat(
+        out, "  %-6d   %s  %s  %s\n", layer, Accuracy(m->accuracy),
+        Change(m->relative_change_percent), DeltaInterval(*m));
   }
 }
 
@@ -183,17 +200,21 @@ std::string SweepSummaryTable(const render::SweepResults& sweep,
   const MaskOutcome& base = sweep.baseline;
   std::string out = absl::StrFormat(
       "Sweep of %s (%s ablation): %d masks, %d examples, %d layers x %d "
-      "heads\nBaseline accuracy (no mask): %s (%d/%d correct)\n",
+      "heads\nBaseline accuracy (no mask): %s (%d/%d correct; 95%% CI "
+      "%.2f-%.2f%%)\n",
       sweep.model.empty() ? "the default model" : sweep.model, mode,
       sweep.results.size(), base.examples, sweep.num_layers, sweep.num_heads,
       absl::StripLeadingAsciiWhitespace(Accuracy(base.accuracy)), base.correct,
-      base.examples);
+      base.examples, base.accuracy_ci_low * 100, base.accuracy_ci_high * 100);
   SingleHeads(sweep, &out);
   WholeLayers(sweep, &out);
   RandomMasks(sweep, &out);
   OtherMasks(sweep, &out);
   absl::StrAppend(
-      &out, "\nchange = accuracy with the mask / baseline accuracy - 1\n");
+      &out,
+      "\nchange = accuracy with the mask / baseline accuracy - 1; CI = the "
+      "paired 95% interval of accuracy - baseline accuracy, in points (* "
+      "where it excludes 0)\n");
   return out;
 }
 

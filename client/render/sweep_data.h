@@ -5,6 +5,7 @@
 #ifndef BERTOLOGY_CLIENT_RENDER_SWEEP_DATA_H_
 #define BERTOLOGY_CLIENT_RENDER_SWEEP_DATA_H_
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,6 +39,16 @@ struct MaskOutcome {
   // (no ratio exists; 0 would read as "no change").
   double relative_change_percent = 0.0;
   double mean_loss_delta = 0.0;
+  // 95 % intervals (common/intervals.h): Wilson's of accuracy, and the
+  // paired one of accuracy_delta (NaN for the baseline or under 2
+  // examples); distinguishable: the latter excludes 0.
+  double accuracy_ci_low = NAN, accuracy_ci_high = NAN;
+  double delta_ci_low = NAN, delta_ci_high = NAN;
+  bool distinguishable = false;
+  // Resample: draws per example and the standard deviation of the draws'
+  // accuracies (0 otherwise).
+  int draws = 1;
+  double draw_accuracy_std = 0.0;
 };
 
 // A whole sweep. `results` may come in any order; the figures pick what they

@@ -48,7 +48,11 @@ void CsvRow(const MaskOutcome& r, std::string* out) {
       r.ablated.size(), ",", AblatedString(r.ablated), ",", r.examples, ",",
       r.scored, ",", r.correct, ",", CsvNumber(r.accuracy), ",",
       CsvNumber(r.accuracy_delta), ",", CsvNumber(r.relative_change_percent),
-      ",", CsvNumber(r.loss_sum), ",", CsvNumber(r.mean_loss_delta), "\n");
+      ",", CsvNumber(r.loss_sum), ",", CsvNumber(r.mean_loss_delta), ",",
+      CsvNumber(r.accuracy_ci_low), ",", CsvNumber(r.accuracy_ci_high), ",",
+      CsvNumber(r.delta_ci_low), ",", CsvNumber(r.delta_ci_high), ",",
+      std::isnan(r.delta_ci_low) ? "" : (r.distinguishable ? "1" : "0"), ",",
+      r.draws, ",", CsvNumber(r.draw_accuracy_std), "\n");
 }
 
 // nlohmann writes NaN/inf as null already; this keeps it explicit.
@@ -57,18 +61,27 @@ json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 json ToJson(const MaskOutcome& r) {
   json ablated = json::array();
   for (const HeadIndex& h : r.ablated) ablated.push_back({h.layer, h.head});
-  return {{"mask_index", r.mask_index},
-          {"mask_id", r.mask_id},
-          {"spec", r.spec},
-          {"ablated", ablated},
-          {"examples", r.examples},
-          {"scored", r.scored},
-          {"correct", r.correct},
-          {"loss_sum", Number(r.loss_sum)},
-          {"accuracy", Number(r.accuracy)},
-          {"accuracy_delta", Number(r.accuracy_delta)},
-          {"relative_change_percent", Number(r.relative_change_percent)},
-          {"mean_loss_delta", Number(r.mean_loss_delta)}};
+  return {
+      {"mask_index", r.mask_index},
+      {"mask_id", r.mask_id},
+      {"spec", r.spec},
+      {"ablated", ablated},
+      {"examples", r.examples},
+      {"scored", r.scored},
+      {"correct", r.correct},
+      {"loss_sum", Number(r.loss_sum)},
+      {"accuracy", Number(r.accuracy)},
+      {"accuracy_delta", Number(r.accuracy_delta)},
+      {"relative_change_percent", Number(r.relative_change_percent)},
+      {"mean_loss_delta", Number(r.mean_loss_delta)},
+      {"accuracy_ci", {Number(r.accuracy_ci_low), Number(r.accuracy_ci_high)}},
+      {"accuracy_delta_ci",
+       std::isnan(r.delta_ci_low)
+           ? json(nullptr)
+           : json{Number(r.delta_ci_low), Number(r.delta_ci_high)}},
+      {"distinguishable", r.distinguishable},
+      {"draws", r.draws},
+      {"draw_accuracy_std", Number(r.draw_accuracy_std)}};
 }
 
 }  // namespace
@@ -77,7 +90,9 @@ std::string SweepResultsCsv(const SweepResults& sweep) {
   std::string out =
       "mask_index,mask_id,spec,num_ablated,ablated,examples,scored,correct,"
       "accuracy,"
-      "accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta\n";
+      "accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta,"
+      "accuracy_ci_low,accuracy_ci_high,delta_ci_low,delta_ci_high,"
+      "distinguishable,draws,draw_accuracy_std\n";
   CsvRow(sweep.baseline, &out);
   std::vector<const MaskOutcome*> sorted;
   for (const MaskOutcome& r : sweep.results) sorted.push_back(&r);

@@ -50,13 +50,16 @@ TEST(SweepResultsCsv, HeaderBaselineFirstSortedAndQuoted) {
       csv,
       "mask_index,mask_id,spec,num_ablated,ablated,examples,scored,correct,"
       "accuracy,accuracy_delta,relative_change_percent,loss_sum,"
-      "mean_loss_delta\n-1,baseline,,0,,3,3,2,0.66666666666666663,"));
+      "mean_loss_delta,accuracy_ci_low,accuracy_ci_high,delta_ci_low,"
+      "delta_ci_high,distinguishable,draws,draw_accuracy_std\n"
+      "-1,baseline,,0,,3,3,2,0.66666666666666663,"));
   EXPECT_TRUE(absl::StrContains(csv,
                                 "\n0,head-L0H0,,1,L0H0,0,0,0,"
                                 "0.30000000000000004,"));
   EXPECT_TRUE(absl::StrContains(
       csv, "\n1,\"keep, \"\"quoted\"\"\",\"line\nbreak\",2,L0H1;L1H0,3,3,1,"));
-  EXPECT_TRUE(absl::StrContains(csv, ",-50,0,\n"));  // NaN: no value
+  // NaN: no value (the loss delta, and intervals that were not set).
+  EXPECT_TRUE(absl::StrContains(csv, ",-50,0,,,,,,,1,0\n"));
   EXPECT_FALSE(absl::StrContains(csv, "nan"));
   EXPECT_LT(csv.find("\n0,head"), csv.find("\n1,\"keep"));
 }

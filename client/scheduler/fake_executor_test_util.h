@@ -171,19 +171,23 @@ class FakeExecutor : public ShardExecutor {
       r.baseline.scored++;
       r.baseline.correct += ok ? 1 : 0;
       r.baseline.loss_sum += loss;
+      r.baseline.paired.Add(1, 0.0);
     }
     for (int m = 0; m < request.masks_size(); ++m) {
       MaskCounts c;
       c.mask_index = m;
       c.mask_id = MaskIdOf(request.masks(m));
       for (const v1::LabeledExample& e : request.examples()) {
-        bool ok;
-        double loss;
+        bool ok, base_ok;
+        double loss, base_loss;
         ScorePair(c.mask_id, e, &ok, &loss);
+        ScorePair("baseline", e, &base_ok, &base_loss);
         c.examples++;
         c.scored++;
         c.correct += ok ? 1 : 0;
         c.loss_sum += loss;
+        // The server's paired sums: one unit, correct minus the baseline's.
+        c.paired.Add(1, (ok ? 1.0 : 0.0) - (base_ok ? 1.0 : 0.0));
       }
       r.masks.push_back(c);
     }

@@ -2,6 +2,7 @@
 // a resolved DNS name), a streaming SweepAblation call per shard attempt.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -34,6 +35,11 @@ MaskCounts FromProto(const v1::MaskResult& r) {
   c.scored = r.scored();
   c.correct = r.correct();
   c.loss_sum = r.loss_sum();
+  c.draws = std::max(1, r.draws());
+  c.draw_correct.assign(r.draw_correct().begin(), r.draw_correct().end());
+  const v1::PairedSums& p = r.paired();
+  c.paired = PairedSums{p.clusters(), p.units(),   p.units_sq(),
+                        p.diff(),     p.diff_sq(), p.units_diff()};
   return c;
 }
 

@@ -24,6 +24,8 @@ AblationMode CoreMode(v1::AblationMode mode) {
       return AblationMode::kMean;
     case v1::ABLATION_MODE_RESAMPLE:
       return AblationMode::kResample;
+    case v1::ABLATION_MODE_MEAN_BY_ROLE:
+      return AblationMode::kMeanByRole;
     default:
       return AblationMode::kZero;
   }

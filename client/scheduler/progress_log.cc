@@ -20,10 +20,20 @@ json CountsToJson(const MaskCounts& c) {
   json ablated = json::array();
   for (const auto& [l, h] : c.ablated) ablated.push_back({l, h});
   // loss_sum as a %.17g double round-trips exactly through nlohmann.
-  return json{{"i", c.mask_index},    {"id", c.mask_id},
-              {"spec", c.spec},       {"ablated", ablated},
-              {"n", c.examples},      {"scored", c.scored},
-              {"correct", c.correct}, {"loss_sum", c.loss_sum}};
+  const PairedSums& p = c.paired;
+  return json{
+      {"i", c.mask_index},
+      {"id", c.mask_id},
+      {"spec", c.spec},
+      {"ablated", ablated},
+      {"n", c.examples},
+      {"scored", c.scored},
+      {"correct", c.correct},
+      {"loss_sum", c.loss_sum},
+      {"draws", c.draws},
+      {"draw_correct", c.draw_correct},
+      {"paired",
+       {p.clusters, p.units, p.units_sq, p.diff, p.diff_sq, p.units_diff}}};
 }
 
 MaskCounts CountsFromJson(const json& j) {
@@ -39,6 +49,16 @@ MaskCounts CountsFromJson(const json& j) {
   c.scored = j.value("scored", c.examples);
   c.correct = j.at("correct").get<int64_t>();
   c.loss_sum = j.at("loss_sum").get<double>();
+  // Lines written before intervals existed carry no draws or paired sums:
+  // their results merge without an interval of the change.
+  c.draws = j.value("draws", 1);
+  c.draw_correct = j.value("draw_correct", std::vector<int64_t>{});
+  if (j.contains("paired")) {
+    const json& p = j.at("paired");
+    c.paired = PairedSums{p.at(0).get<int64_t>(), p.at(1).get<double>(),
+                          p.at(2).get<double>(),  p.at(3).get<double>(),
+                          p.at(4).get<double>(),  p.at(5).get<double>()};
+  }
   return c;
 }
 

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/intervals.h"
+
 namespace bertology {
 namespace client {
 
@@ -47,6 +49,11 @@ struct MaskCounts {
   int64_t scored = 0;
   int64_t correct = 0;
   double loss_sum = 0;
+  // Resample: rows per example, and units right per draw (MaskResult).
+  int draws = 1;
+  std::vector<int64_t> draw_correct;
+  // The paired differences from the baseline (common/intervals.h).
+  PairedSums paired;
 };
 
 struct ShardResult {

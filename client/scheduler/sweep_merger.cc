@@ -14,7 +14,8 @@ namespace bertology {
 namespace client {
 namespace {
 
-MergedMask Finalize(const MaskCounts& c, const MaskCounts& base) {
+MergedMask Finalize(const MaskCounts& c, const MaskCounts& base,
+                    bool is_baseline) {
   MergedMask m;
   m.counts = c;
   // Per scored unit: an example, or a labelled word of a token classifier.
@@ -30,6 +31,20 @@ MergedMask Finalize(const MaskCounts& c, const MaskCounts& base) {
   const double mean = c.scored > 0 ? c.loss_sum / c.scored : 0.0;
   const double base_mean = base.scored > 0 ? base.loss_sum / base.scored : 0.0;
   m.mean_loss_delta = mean - base_mean;
+  const double draws = std::max(1, c.draws);
+  const double per_draw = static_cast<double>(c.scored) / draws;
+  m.accuracy_ci = WilsonInterval(c.correct / draws, per_draw);
+  if (!is_baseline) m.accuracy_delta_ci = PairedDeltaInterval(c.paired);
+  for (int64_t right : c.draw_correct) {
+    m.draw_accuracy.push_back(per_draw > 0 ? right / per_draw : 0.0);
+  }
+  const size_t k = m.draw_accuracy.size();
+  if (k >= 2) {
+    double mean_draw = 0, ss = 0;
+    for (double a : m.draw_accuracy) mean_draw += a / k;
+    for (double a : m.draw_accuracy) ss += (a - mean_draw) * (a - mean_draw);
+    m.draw_accuracy_std = std::sqrt(ss / (k - 1));
+  }
   return m;
 }
 
@@ -143,6 +158,7 @@ absl::StatusOr<SweepSummary> SweepMerger::Finish() const {
     base.scored += b.scored;
     base.correct += b.correct;
     base.loss_sum += b.loss_sum;
+    base.paired.Add(b.paired);
     covered = chunk.second;
   }
   if (covered != num_examples_ || baseline_.empty()) {
@@ -150,7 +166,7 @@ absl::StatusOr<SweepSummary> SweepMerger::Finish() const {
         "the baseline covers ", covered, " of ", num_examples_, " examples"));
   }
   SweepSummary summary;
-  summary.baseline = Finalize(base, base);
+  summary.baseline = Finalize(base, base, /*is_baseline=*/true);
   for (int i = 0; i < static_cast<int>(masks_.size()); ++i) {
     MaskCounts m;
     m.mask_index = i;
@@ -165,13 +181,21 @@ absl::StatusOr<SweepSummary> SweepMerger::Finish() const {
       m.scored += c.scored;
       m.correct += c.correct;
       m.loss_sum += c.loss_sum;
+      m.draws = c.draws;
+      if (m.draw_correct.empty())
+        m.draw_correct.assign(c.draw_correct.size(), 0);
+      for (size_t k = 0; k < c.draw_correct.size() && k < m.draw_correct.size();
+           ++k) {
+        m.draw_correct[k] += c.draw_correct[k];
+      }
+      m.paired.Add(c.paired);
     }
     if (m.examples != num_examples_) {
       return absl::FailedPreconditionError(
           absl::StrCat("mask ", m.mask_id, " has results for ", m.examples,
                        " of ", num_examples_, " examples"));
     }
-    summary.masks.push_back(Finalize(m, base));
+    summary.masks.push_back(Finalize(m, base, /*is_baseline=*/false));
     summary.masks.back().scaled = masks_[i].scaled;
   }
   return summary;

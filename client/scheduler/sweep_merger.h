@@ -36,6 +36,15 @@ struct MergedMask {
   // (no ratio exists, and 0 would read as "no change").
   std::optional<double> relative_change_percent;
   double mean_loss_delta = 0;  // mean loss - baseline mean loss
+  // 95 % intervals, as the server computes them (common/intervals.h):
+  // Wilson's of accuracy; the paired one of accuracy_delta (none for the
+  // baseline, or with fewer than 2 examples).
+  Interval accuracy_ci;
+  std::optional<Interval> accuracy_delta_ci;
+  // Resample: each draw's accuracy (draw_correct / units per draw), and
+  // their sample standard deviation (0 with one draw).
+  std::vector<double> draw_accuracy;
+  double draw_accuracy_std = 0;
   // The planned mask's heads scaled by 0 < value < 1 (PlannedMask::scaled);
   // counts.ablated, as the server reports it, includes them.
   std::vector<std::pair<int, int>> scaled;

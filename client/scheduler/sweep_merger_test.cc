@@ -69,7 +69,16 @@ void ExpectSame(const SweepSummary& a, const SweepSummary& b) {
     EXPECT_EQ(a.masks[i].accuracy, b.masks[i].accuracy);
     EXPECT_EQ(a.masks[i].relative_change_percent,
               b.masks[i].relative_change_percent);
+    // The intervals come from sums that add across example chunks.
+    ASSERT_TRUE(a.masks[i].accuracy_delta_ci.has_value());
+    ASSERT_TRUE(b.masks[i].accuracy_delta_ci.has_value());
+    EXPECT_NEAR(a.masks[i].accuracy_delta_ci->low,
+                b.masks[i].accuracy_delta_ci->low, 1e-12);
+    EXPECT_NEAR(a.masks[i].accuracy_delta_ci->high,
+                b.masks[i].accuracy_delta_ci->high, 1e-12);
+    EXPECT_DOUBLE_EQ(a.masks[i].accuracy_ci.low, b.masks[i].accuracy_ci.low);
   }
+  EXPECT_FALSE(a.baseline.accuracy_delta_ci.has_value());
 }
 
 TEST(PlanShardsTest, TilesMasksAndExamples) {

@@ -1,5 +1,6 @@
 // AnalyzeHeads: per-head attention statistics and pattern classes over a
-// set of inputs (server/core/analysis/). The maps of every layer are reduced
+// set of inputs (server/core/analysis/), and with per_map_classes the share
+// of each head's maps in each class. The maps of every layer are reduced
 // as each batch's forward pass returns them, so a dataset costs one pass per
 // example however many heads, and no map leaves the server.
 #include <algorithm>
@@ -26,7 +27,7 @@ void Fill(const std::vector<double>& values,
   for (double v : values) out->Add(static_cast<float>(v));
 }
 
-void FillResult(const HeadStats& s, int truncated,
+void FillResult(const HeadStats& s, int truncated, bool per_map,
                 v1::AnalyzeHeadsResult* out) {
   out->set_num_layers(s.num_layers);
   out->set_num_heads(s.num_heads);
@@ -46,10 +47,15 @@ void FillResult(const HeadStats& s, int truncated,
   Fill(s.cross_segment_match, stats->mutable_cross_segment_match());
   Fill(s.mean_distance, stats->mutable_mean_distance());
   Fill(s.to_own_segment, stats->mutable_to_own_segment());
+  Fill(s.vertical, stats->mutable_vertical());
+  Fill(s.diagonal, stats->mutable_diagonal());
   for (AttentionPatternKind k : s.pattern) {
     // AttentionPatternKind's values are the proto enum's.
     stats->add_pattern(static_cast<v1::AttentionPattern>(k));
   }
+  // [layers x heads x 5], the class index AttentionPattern - 1: the same
+  // layout as HeadStats::map_pattern_share.
+  if (per_map) Fill(s.map_pattern_share, out->mutable_map_pattern_share());
 }
 
 }  // namespace
@@ -105,7 +111,8 @@ absl::Status HandleAnalyzeHeads(
         return stream.write(event);
       }));
   v1::AnalyzeHeadsResponse event;
-  FillResult(accumulator.Result(), truncated, event.mutable_result());
+  FillResult(accumulator.Result(), truncated, request.per_map_classes(),
+             event.mutable_result());
   if (!stream.write(event)) {
     return absl::CancelledError("the client went away");
   }

@@ -121,6 +121,46 @@ TEST_F(AnalyzeHeadsTest, BatchingDoesNotChangeTheResult) {
   }
 }
 
+// V and D are returned beside the classes; the per-map shares only when
+// asked, [layers x heads x 5], each head's summing to 1 in thirds (three
+// examples), and the same for any batching.
+TEST_F(AnalyzeHeadsTest, PerMapClassesOnRequest) {
+  std::vector<v1::AnalyzeHeadsResponse> plain, per_map, batched;
+  ASSERT_TRUE(Run(Request(), 1, &plain).ok());
+  const v1::AnalyzeHeadsResult& p = plain.back().result();
+  EXPECT_EQ(p.map_pattern_share_size(), 0);
+  ASSERT_EQ(p.stats().vertical_size(), 12);
+  ASSERT_EQ(p.stats().diagonal_size(), 12);
+  for (int k = 0; k < 12; ++k) {
+    EXPECT_NEAR(p.stats().vertical(k),
+                p.stats().to_cls(k) + p.stats().to_sep(k), 1e-6);
+    EXPECT_LE(p.stats().diagonal(k), p.stats().to_previous(k) +
+                                         p.stats().to_self(k) +
+                                         p.stats().to_next(k) + 1e-6);
+  }
+  v1::AnalyzeHeadsRequest request = Request();
+  request.set_per_map_classes(true);
+  ASSERT_TRUE(Run(request, 1, &per_map).ok());
+  ASSERT_TRUE(Run(request, 3, &batched).ok());
+  const v1::AnalyzeHeadsResult& r = per_map.back().result();
+  ASSERT_EQ(r.map_pattern_share_size(), 12 * 5);
+  for (int k = 0; k < 12; ++k) {
+    double sum = 0;
+    for (int c = 0; c < 5; ++c) {
+      const float v = r.map_pattern_share(k * 5 + c);
+      EXPECT_NEAR(v * 3, std::round(v * 3), 1e-5) << k << " " << c;
+      EXPECT_NEAR(v, batched.back().result().map_pattern_share(k * 5 + c),
+                  1e-6);
+      sum += v;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-6) << k;
+  }
+  // The per-head classes are the same with or without the option.
+  for (int k = 0; k < 12; ++k) {
+    EXPECT_EQ(r.stats().pattern(k), p.stats().pattern(k)) << k;
+  }
+}
+
 TEST_F(AnalyzeHeadsTest, CancelledBetweenPasses) {
   std::vector<v1::AnalyzeHeadsResponse> events;
   const absl::Status s = Run(Request(), 1, &events, /*cancel_after=*/1);

@@ -107,10 +107,10 @@ absl::Status HandleHeadImportance(
                     MaskReferences{served->references.get()}));
   // Mean mode: the gradient of o' = m o + (1 - m) mean with respect to m.
   // Resample's draws have no such form.
-  if (mask.mode() == AblationMode::kResample) {
-    return absl::InvalidArgumentError(
-        "head_mask.mode=resample: HeadImportance takes a mask in mode zero, "
-        "uniform or mean");
+  if (ModeFillsByPosition(mask.mode())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "head_mask.mode=", AblationModeName(mask.mode()),
+        ": HeadImportance takes a mask in mode zero, uniform or mean"));
   }
   if (mask.mode() == AblationMode::kMean && mask.reference() == nullptr) {
     // Only an identity mask naming none gets here; its gradient still
@@ -157,9 +157,10 @@ absl::Status HandlePruneCurve(
   ASSIGN_OR_RETURN(
       options.mode,
       ParseAblationMode(request.mode(), AblationMode::kZero, "mode"));
-  if (options.mode == AblationMode::kResample) {
+  if (ModeFillsByPosition(options.mode)) {
     return absl::InvalidArgumentError(
-        "mode=resample: PruneCurve masks heads in mode zero, uniform or mean");
+        absl::StrCat("mode=", AblationModeName(options.mode),
+                     ": PruneCurve masks heads in mode zero, uniform or mean"));
   }
   if (options.mode == AblationMode::kMean) {
     ASSIGN_OR_RETURN(

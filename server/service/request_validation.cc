@@ -28,12 +28,14 @@ absl::StatusOr<AblationMode> ParseAblationMode(v1::AblationMode mode,
       return AblationMode::kMean;
     case v1::ABLATION_MODE_RESAMPLE:
       return AblationMode::kResample;
+    case v1::ABLATION_MODE_MEAN_BY_ROLE:
+      return AblationMode::kMeanByRole;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, "=", static_cast<int>(mode),
-                       " is not a known AblationMode (ABLATION_MODE_ZERO=1, "
-                       "ABLATION_MODE_UNIFORM=2, ABLATION_MODE_MEAN=3, "
-                       "ABLATION_MODE_RESAMPLE=4)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, "=", static_cast<int>(mode),
+          " is not a known AblationMode (ABLATION_MODE_ZERO=1, "
+          "ABLATION_MODE_UNIFORM=2, ABLATION_MODE_MEAN=3, "
+          "ABLATION_MODE_RESAMPLE=4, ABLATION_MODE_MEAN_BY_ROLE=5)"));
   }
 }
 
@@ -77,7 +79,23 @@ absl::StatusOr<ResampleDraws> ParseResampleDraws(
         absl::StrCat(field, ".draws=", proto.draws(), " is not in [0, ",
                      ResampleDraws::kMaxCount, "] (0 means 1)"));
   }
-  return ResampleDraws{std::max(1, proto.draws()), proto.seed()};
+  ResampleDraws draws{std::max(1, proto.draws()), proto.seed()};
+  switch (proto.alignment()) {
+    case v1::RESAMPLE_ALIGNMENT_UNSPECIFIED:
+    case v1::RESAMPLE_ALIGNMENT_MATCHED_LENGTHS:
+      draws.alignment = ResampleAlignment::kMatchedLengths;
+      break;
+    case v1::RESAMPLE_ALIGNMENT_SCALED:
+      draws.alignment = ResampleAlignment::kScaled;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".alignment=", static_cast<int>(proto.alignment()),
+          " is not a known ResampleAlignment "
+          "(RESAMPLE_ALIGNMENT_MATCHED_LENGTHS=1, "
+          "RESAMPLE_ALIGNMENT_SCALED=2)"));
+  }
+  return draws;
 }
 
 namespace {
@@ -87,6 +105,14 @@ absl::Status AttachReference(const v1::HeadMask& proto,
                              const MaskReferences& references,
                              const std::string& field, HeadMask* mask) {
   if (!ModeNeedsReference(mask->mode())) return absl::OkStatus();
+  if (mask->mode() == AblationMode::kResample && !references.allow_resample) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field,
+        ".mode=resample: resample ablation averages a metric over "
+        "draws of other inputs' head outputs, which only SweepAblation "
+        "scores; this call would average attention maps or logits instead. "
+        "Use mean or mean_by_role here, or a SweepAblation"));
+  }
   if (references.store == nullptr) {
     if (mask->IsIdentity()) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat(

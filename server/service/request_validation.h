@@ -25,7 +25,8 @@ absl::StatusOr<AblationMode> ParseAblationMode(v1::AblationMode mode,
                                                AblationMode fallback,
                                                const std::string& field);
 
-// Where a mask in mode MEAN or RESAMPLE finds its reference statistics.
+// Where a mask in mode MEAN, MEAN_BY_ROLE or RESAMPLE finds its reference
+// statistics.
 struct MaskReferences {
   // The model's statistics, looked up by HeadMask.statistics; null: the
   // call takes no statistics and refuses those modes.
@@ -33,6 +34,9 @@ struct MaskReferences {
   // For a mask that names none (a sweep's own statistics); may be null.
   std::shared_ptr<const HeadReference> fallback;
   ResampleDraws fallback_draws;  // for a mask without `resample`
+  // RESAMPLE averages a metric over draws: only a call that scores one
+  // (SweepAblation) sets this; the others refuse the mode naming the field.
+  bool allow_resample = false;
 };
 
 // The statistics `id` names on this model, for a call in mode `mode`:
@@ -43,7 +47,8 @@ absl::StatusOr<std::shared_ptr<const HeadReference>> RequireStatistics(
     const std::string& field, AblationMode mode);
 
 // ResampleOptions as draws: 0 means 1; more than ResampleDraws::kMaxCount
-// (or negative) is INVALID_ARGUMENT naming "<field>.draws".
+// (or negative) is INVALID_ARGUMENT naming "<field>.draws"; an unknown
+// alignment names "<field>.alignment".
 absl::StatusOr<ResampleDraws> ParseResampleDraws(
     const v1::ResampleOptions& proto, const std::string& field);
 

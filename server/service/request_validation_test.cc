@@ -137,8 +137,17 @@ TEST(ParseHeadMaskTest, ReferenceModesNeedStatistics) {
   proto.set_mode(v1::ABLATION_MODE_RESAMPLE);
   refs.fallback = Sentinel(&b);
   refs.fallback_draws = ResampleDraws{3, 9};
+  // Resample averages a metric over draws: a call that scores none (every
+  // call but SweepAblation) refuses it, naming the field.
+  mask = ParseHeadMask(proto, 3, 4, AblationMode::kZero, "head_mask", refs);
+  ASSERT_FALSE(mask.ok());
+  EXPECT_NE(mask.status().message().find("head_mask.mode=resample"),
+            std::string::npos)
+      << mask.status();
+  refs.allow_resample = true;
   mask = ParseHeadMask(proto, 3, 4, AblationMode::kZero, "head_mask", refs);
   ASSERT_TRUE(mask.ok()) << mask.status();
+  EXPECT_EQ(mask->draws().alignment, ResampleAlignment::kMatchedLengths);
   EXPECT_EQ(mask->reference().get(), reinterpret_cast<HeadReference*>(&b));
   EXPECT_EQ(mask->draws().count, 3);
   EXPECT_EQ(mask->draws().seed, 9u);
@@ -148,13 +157,39 @@ TEST(ParseHeadMaskTest, ReferenceModesNeedStatistics) {
   EXPECT_EQ(mask->draws().count, 5);
   EXPECT_EQ(mask->draws().seed, 0u);
 
-  // Too many draws name the field and the bound.
+  proto.mutable_resample()->set_alignment(v1::RESAMPLE_ALIGNMENT_SCALED);
+  mask = ParseHeadMask(proto, 3, 4, AblationMode::kZero, "head_mask", refs);
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  EXPECT_EQ(mask->draws().alignment, ResampleAlignment::kScaled);
+
+  // Too many draws, or an unknown alignment, name the field and the bound.
   proto.mutable_resample()->set_draws(65);
   mask = ParseHeadMask(proto, 3, 4, AblationMode::kZero, "head_mask", refs);
   ASSERT_FALSE(mask.ok());
   EXPECT_NE(mask.status().message().find("head_mask.resample.draws=65"),
             std::string::npos)
       << mask.status();
+  proto.mutable_resample()->set_draws(2);
+  proto.mutable_resample()->set_alignment(
+      static_cast<v1::ResampleAlignment>(7));
+  mask = ParseHeadMask(proto, 3, 4, AblationMode::kZero, "head_mask", refs);
+  ASSERT_FALSE(mask.ok());
+  EXPECT_NE(mask.status().message().find("head_mask.resample.alignment=7"),
+            std::string::npos)
+      << mask.status();
+  proto.mutable_resample()->set_alignment(
+      v1::RESAMPLE_ALIGNMENT_MATCHED_LENGTHS);
+  // An unknown mode (a role-mean spelled as a number the server lacks)
+  // names the field.
+  EXPECT_NE(ParseAblationMode(static_cast<v1::AblationMode>(9),
+                              AblationMode::kZero, "head_mask.mode")
+                .status()
+                .message()
+                .find("head_mask.mode=9"),
+            std::string::npos);
+  EXPECT_EQ(*ParseAblationMode(v1::ABLATION_MODE_MEAN_BY_ROLE,
+                               AblationMode::kZero, "mode"),
+            AblationMode::kMeanByRole);
 
   // The identity mask in mean mode ablates nothing and needs nothing, but
   // gets the statistics it names (a gradient taken at it reads them), and

@@ -38,6 +38,18 @@ v1::CharacterPrediction ToProto(CharPrediction p) {
   }
 }
 
+void FillBaseline(const SegmentScore& s, v1::SegmentationBaseline* out) {
+  out->set_precision(s.precision);
+  out->set_recall(s.recall);
+  out->set_f1(s.f1);
+  out->set_accuracy(s.accuracy);
+  out->set_mcc(s.mcc);
+  out->set_balanced_accuracy(s.balanced_accuracy);
+  out->set_true_ends(s.true_ends);
+  out->set_predicted_ends(s.predicted_ends);
+  out->set_correct(s.correct);
+}
+
 void FillResult(const SegmentationScores& s, int truncated,
                 v1::SegmentWordsResult* out) {
   out->set_num_layers(s.num_layers);
@@ -57,9 +69,14 @@ void FillResult(const SegmentationScores& s, int truncated,
     scores->add_true_ends(s.true_ends[k]);
     scores->add_predicted_ends(s.predicted_ends[k]);
     scores->add_correct(s.correct[k]);
+    scores->add_mcc(static_cast<float>(s.mcc[k]));
+    scores->add_balanced_accuracy(static_cast<float>(s.balanced_accuracy[k]));
   }
   out->set_oracle_all_heads(s.oracle_all);
   out->set_oracle_top_heads(s.oracle_top);
+  FillBaseline(s.always_next, out->mutable_always_next());
+  FillBaseline(s.always_sep, out->mutable_always_sep());
+  out->set_oracle_baselines(s.oracle_baselines);
   for (int r = 0; r < s.top_k; ++r) {
     v1::LayerHead* lh = out->add_best_heads();
     lh->set_layer(s.ranking[r] / s.num_heads);
@@ -150,7 +167,7 @@ absl::Status HandleSegmentWords(
   v1::SegmentWordsResponse event;
   v1::SegmentWordsResult* result = event.mutable_result();
   FillResult(scores, truncated, result);
-  // The view: the requested example under the best head.
+  // The view: the requested example under the best head (by MCC).
   v1::SegmentationView* v = result->mutable_view();
   v->set_example(view);
   const int best = scores.ranking[0];

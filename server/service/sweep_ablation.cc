@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
+#include "common/intervals.h"
 #include "server/core/model/model.h"
 #include "server/core/status_macros.h"
 #include "server/core/sweep/sweep.h"
@@ -36,6 +38,15 @@ namespace {
 constexpr int kMaxSweepBatchRows = 4096;
 constexpr absl::Duration kProgressInterval = absl::Milliseconds(100);
 
+void FillPairedSums(const PairedSums& sums, v1::PairedSums* out) {
+  out->set_clusters(sums.clusters);
+  out->set_units(sums.units);
+  out->set_units_sq(sums.units_sq);
+  out->set_diff(sums.diff);
+  out->set_diff_sq(sums.diff_sq);
+  out->set_units_diff(sums.units_diff);
+}
+
 void FillResult(const MaskResult& r, const MaskResult& baseline,
                 v1::MaskResult* out) {
   out->set_examples(r.examples);
@@ -54,6 +65,21 @@ void FillResult(const MaskResult& r, const MaskResult& baseline,
   const double base_mean =
       baseline.scored > 0 ? baseline.loss_sum / baseline.scored : 0.0;
   out->set_mean_loss_delta(mean - base_mean);
+  // Intervals (common/intervals.h): accuracy over one draw's units; the
+  // change paired with the baseline, example by example.
+  const double draws = std::max(1, r.draws);
+  const Interval accuracy = WilsonInterval(r.correct / draws, r.scored / draws);
+  out->mutable_accuracy_ci()->set_low(accuracy.low);
+  out->mutable_accuracy_ci()->set_high(accuracy.high);
+  out->set_draws(r.draws);
+  for (int64_t c : r.draw_correct) out->add_draw_correct(c);
+  FillPairedSums(r.paired, out->mutable_paired());
+  if (r.mask_index < 0) return;  // the baseline: no change to bound
+  if (const std::optional<Interval> delta = PairedDeltaInterval(r.paired)) {
+    out->mutable_accuracy_delta_ci()->set_low(delta->low);
+    out->mutable_accuracy_delta_ci()->set_high(delta->high);
+    out->set_delta_distinguishable(delta->ExcludesZero());
+  }
 }
 
 // Serialises writes from the executor's callbacks and remembers whether the
@@ -83,9 +109,17 @@ struct PlannedSweep {
   std::vector<SweepMask> masks;
   int truncated = 0;       // examples cut to the model's length
   int max_batch_rows = 0;  // 0: the server default
-  int max_draws = 1;       // a resample mask's row runs once per draw
+  // Forward-pass rows: one per (mask, example), a resample mask's once per
+  // draw, and the baseline's.
   int64_t total_pairs() const {
-    return static_cast<int64_t>(masks.size() + 1) * examples.size();
+    int64_t per_example = 1;
+    for (const SweepMask& m : masks) {
+      per_example +=
+          m.mask.mode() == AblationMode::kResample && !m.mask.IsIdentity()
+              ? std::max(1, m.mask.draws().count)
+              : 1;
+    }
+    return per_example * static_cast<int64_t>(examples.size());
   }
 };
 
@@ -132,12 +166,8 @@ absl::StatusOr<PlannedSweep> PlanSweep(
         mask_options.references.fallback,
         served.references->Find(request.statistics(), "statistics"));
   }
+  mask_options.references.allow_resample = true;
   ASSIGN_OR_RETURN(plan.masks, ExpandMaskSpecs(request.masks(), mask_options));
-  for (const SweepMask& m : plan.masks) {
-    if (m.mask.mode() == AblationMode::kResample && !m.mask.IsIdentity()) {
-      plan.max_draws = std::max(plan.max_draws, m.mask.draws().count);
-    }
-  }
   return plan;
 }
 
@@ -296,10 +326,6 @@ absl::Status HandleSweepAblation(const HandlerContext& ctx,
                          int64_t{options.workers} * options.max_batch_rows,
                          plan.total_pairs())));
   }
-  // Resample rows run once per draw inside the pass: fewer rows per batch
-  // keep a pass's size (and memory) where the limit puts it.
-  options.max_batch_rows = std::max(1, options.max_batch_rows / plan.max_draws);
-  options.device_memory_bytes /= plan.max_draws;
   SweepEvents events(ctx, served->name, plan, stream);
   events.WritePlan();
   options.cache_budget_bytes = ctx.limits->sweep_cache_bytes;

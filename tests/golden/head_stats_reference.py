@@ -9,6 +9,13 @@ maps as make_golden.reference_encoder returns them.
 
 tokens: a list of dicts (or objects) with "text", "id", "segment" and
 "special" (as the Tokenize RPC returns them); maps: [L, H, T, T].
+
+The pattern classes, from the proto's comments: V ("vertical") = to_cls +
+to_sep; D ("diagonal") = the previous/self/next selector with the columns
+of special keys zeroed, so [CLS]/[SEP] count toward V only. Each head is
+classified on its dataset means, and (per_map) each (example, head) map on
+that example's own V, D, to_own_segment and share, giving per head the
+share of its maps in each class.
 """
 
 import math
@@ -18,7 +25,11 @@ import numpy as np
 
 STATISTICS = ("to_cls", "to_sep", "to_punctuation", "to_self", "to_previous",
               "to_next", "entropy", "cross_segment_match", "mean_distance",
-              "to_own_segment")
+              "to_own_segment", "vertical", "diagonal")
+# The classes in the order of AnalyzeHeadsResult.map_pattern_share's last
+# axis (AttentionPattern - 1).
+PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block",
+            "heterogeneous")
 
 # The rules of the pattern classes, as stated in the proto and the C++
 # header (thresholds are the API), written again here.
@@ -60,6 +71,10 @@ def example_stats(tokens, maps, unk_id):
         "to_previous": np.eye(t, k=-1),
         "to_next": np.eye(t, k=1),
         "mean_distance": np.abs(np.arange(t)[:, None] - np.arange(t)[None, :]),
+        "vertical": cols(cls + sep),
+        # Three diagonals, every special key's column left out.
+        "diagonal": ((np.eye(t) + np.eye(t, k=-1) + np.eye(t, k=1))
+                     * cols((~special).astype(np.float64))),
     }
     out = {k: (p * s).sum((-1, -2)) / t for k, s in selectors.items()}
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -105,7 +120,9 @@ def dataset_stats(examples, unk_id):
     """examples: [(tokens, maps [L, H, T, T])]. The dataset means as
     AnalyzeHeads defines them: per-example means, each example weighing the
     same; the pair-only statistics over the examples where they exist; NaN
-    over none. Adds "pattern" ([L, H] of names), "examples",
+    over none. Adds "pattern" ([L, H] of names, from the means),
+    "map_pattern_share" ([L, H, 5]: the share of each head's maps, one per
+    example, of each class in PATTERNS' order), "examples",
     "pair_examples", "examples_with_match" and "own_segment_share"."""
     per = [example_stats(tok, m, unk_id) for tok, m in examples]
     shape = np.asarray(examples[0][1]).shape[:2]
@@ -123,9 +140,17 @@ def dataset_stats(examples, unk_id):
     for l in range(shape[0]):
         for h in range(shape[1]):
             pattern[l, h] = classify(
-                out["to_cls"][l, h] + out["to_sep"][l, h],
-                out["to_previous"][l, h] + out["to_self"][l, h]
-                + out["to_next"][l, h],
+                out["vertical"][l, h], out["diagonal"][l, h],
                 out["to_own_segment"][l, h], out["own_segment_share"])
     out["pattern"] = pattern
+    share = np.zeros(tuple(shape) + (len(PATTERNS),))
+    for e in per:
+        for l in range(shape[0]):
+            for h in range(shape[1]):
+                own = (math.nan if e["to_own_segment"] is None
+                       else e["to_own_segment"][l, h])
+                cls_ = classify(e["vertical"][l, h], e["diagonal"][l, h], own,
+                                math.nan if e["share"] is None else e["share"])
+                share[l, h, PATTERNS.index(cls_)] += 1
+    out["map_pattern_share"] = share / len(per)
     return out

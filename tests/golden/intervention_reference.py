@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """An independent float64 reference for the per-head interventions: mean
-ablation, resample ablation and activation patching.
+ablation (pooled and per token role), resample ablation (per input, per
+position, per draw) and activation patching.
 
 Written from the definitions (the contract that the C++ code in
 server/core/model/bert_layer.cc and server/core/patch/ implements), not from
@@ -41,8 +42,9 @@ def forward(w, ids, types, amask, head_mask, fill=None, ctx_hook=None,
             hidden_hook=None):
     """Logits [B, C] plus the per-layer ctx [B, H, T, D] and the hidden
     states (inputs of layers 0..L, entry L the encoder output).
-    head_mask [B, L, H]: probs' = m * probs; with fill ([L, H, D]) the
-    ablated part is replaced: ctx' = probs' @ V + (1 - m) * fill[l, h].
+    head_mask [B, L, H]: probs' = m * probs; with fill ([L, H, D], or
+    [B, T, L, H, D] per row and position) the ablated part is replaced:
+    ctx' = probs' @ V + (1 - m) * fill[l, h].
     ctx_hook(l, ctx) / hidden_hook(l, x) may return a replacement."""
     b_size, t_len = ids.shape
     e = "bert.embeddings."
@@ -69,8 +71,10 @@ def forward(w, ids, types, amask, head_mask, fill=None, ctx_hook=None,
         probs = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D) + extended, -1)
         m = head_mask[:, l, :].double()[:, :, None, None]  # [B, H, 1, 1]
         ctx = (probs * m) @ v                               # [B, H, T, D]
-        if fill is not None:
+        if fill is not None and fill.dim() == 3:
             ctx = ctx + (1.0 - m) * fill[l][None, :, None, :]
+        elif fill is not None:  # [B, T, L, H, D] -> [B, H, T, D]
+            ctx = ctx + (1.0 - m) * fill[:, :, l].permute(0, 2, 1, 3)
         if ctx_hook is not None:
             ctx = ctx_hook(l, ctx)
         ctxs.append(ctx)
@@ -95,13 +99,69 @@ def splitmix64(seed):
         yield z ^ (z >> 31)
 
 
-def draw_examples(seed, draws, n):
-    """j_k for k = 0..draws-1: perm[k mod n], perm a Fisher-Yates shuffle."""
-    rng, perm = splitmix64(seed), list(range(n))
-    for i in range(n - 1, 0, -1):
-        j = next(rng) % (i + 1)
-        perm[i], perm[j] = perm[j], perm[i]
-    return [perm[k % n] for k in range(draws)]
+def fnv1a_key(ids, types):
+    """FNV-1a 64 of the token count, ids and token types, each as 8
+    little-endian bytes (the draw rule's per-input key)."""
+    h = 0xCBF29CE484222325
+    for v in [len(ids)] + [x for pair in zip(ids, types) for x in pair]:
+        for byte in (v & MASK64).to_bytes(8, "little"):
+            h = ((h ^ byte) * 0x100000001B3) & MASK64
+    return h
+
+
+def layout(ids, types):
+    """(len_a, len_b, pair) of [CLS] a [SEP] (b [SEP])."""
+    in_b = sum(types)
+    return (len(ids) - in_b - 2, max(0, in_b - 1), in_b > 0)
+
+
+def roles(ids, types):
+    """Role per position: 0 [CLS], 1 first [SEP], 2 second [SEP], 3 text_a,
+    4 text_b."""
+    len_a, len_b, pair = layout(ids, types)
+    out = []
+    for t in range(len(ids)):
+        if t == 0:
+            out.append(0)
+        elif t < 1 + len_a:
+            out.append(3)
+        elif t == 1 + len_a or not pair:
+            out.append(1)
+        elif t < 2 + len_a + len_b:
+            out.append(4)
+        else:
+            out.append(2)
+    return out
+
+
+def resample_sources(ref_rows, row, seed, draws, alignment):
+    """The reference rows draws 0..draws-1 of `row` take: the pool (matched
+    segment lengths, or as many segments for "scaled"; the row itself left
+    out), pool[x_k mod |pool|], x_k from splitmix64(seed ^ key)."""
+    key = fnv1a_key(*row)
+    lay = layout(*row)
+    pool = [j for j, r in enumerate(ref_rows)
+            if fnv1a_key(*r) != key and layout(*r)[2] == lay[2]
+            and (alignment == "scaled" or layout(*r) == lay)]
+    rng = splitmix64(seed ^ key)
+    return [pool[next(rng) % len(pool)] for _ in range(draws)]
+
+
+def aligned_position(row, ref, t, alignment):
+    """The reference position that position t of `row` takes."""
+    if alignment == "matched":
+        return t
+    (a, b, _), (ra, rb, _) = layout(*row), layout(*ref)
+    role = roles(*row)[t]
+    if role == 0:
+        return 0
+    if role == 1:
+        return 1 + ra
+    if role == 2:
+        return 2 + ra + rb
+    if role == 3:
+        return 1 + (t - 1) * ra // a if ra else 1 + ra
+    return 2 + ra + (t - 2 - a) * rb // b if rb else 2 + ra + rb
 
 
 def rounded(t):
@@ -137,41 +197,109 @@ def main():
         theirs = reference_forward(raw, ids, types, amask, hm, torch.zeros(n))[0]
         assert (logits - theirs).abs().max().item() <= 1e-9, name
 
-    # 1. Reference statistics from the unmasked run.
-    _, ctxs, _ = forward(w, ids, types, amask, ones)
-    real = amask.double()[:, None, :, None]                 # [N, 1, T, 1]
-    tokens = int(amask.sum())
-    mean = torch.stack([(c * real).sum((0, 2)) / tokens for c in ctxs])          # [L, H, D]
-    pooled = torch.stack([(c * real).sum(2) / real.sum(2) for c in ctxs], 1)     # [N, L, H, D]
+    # 1. Reference statistics from the unmasked run over the reference set:
+    #    the golden inputs and two copies of each with every non-special
+    #    token changed (same segment lengths, so resample has a matched
+    #    pool besides the input itself).
+    vocab = CONFIG["vocab_size"]
+    ref_rows = []
+    for r in range(n):
+        t_len = int(amask[r].sum())
+        row_ids, row_types = base["input_ids"][r][:t_len], base["token_type_ids"][r][:t_len]
+        ref_rows.append((row_ids, row_types))
+    for c in (1, 2):
+        for r in range(n):
+            row_ids, row_types = ref_rows[r]
+            new_ids = [i if i in (2, 3) else 5 + (i * (3 + 2 * c) + 11 * c) % (vocab - 5)
+                       for i in row_ids]
+            assert all(x != y for x, y in zip(new_ids, row_ids) if y not in (2, 3))
+            ref_rows.append((new_ids, row_types))
+    ref_len = max(len(r[0]) for r in ref_rows)
+    pad = lambda x: x + [0] * (ref_len - len(x))
+    ref_ids = torch.tensor([pad(r[0]) for r in ref_rows])
+    ref_types = torch.tensor([pad(r[1]) for r in ref_rows])
+    ref_mask = torch.tensor([pad([1] * len(r[0])) for r in ref_rows])
+    _, ctxs, _ = forward(w, ref_ids, ref_types, ref_mask,
+                         torch.ones(len(ref_rows), L, H, dtype=torch.float64))
+    # Per reference row, every real token's outputs [T_r, L, H, D].
+    token_out = [torch.stack([c[r, :, :len(row[0])].permute(1, 0, 2) for c in ctxs], 1)
+                 for r, row in enumerate(ref_rows)]
+    tokens = sum(len(r[0]) for r in ref_rows)
+    mean = sum(t.sum(0) for t in token_out) / tokens                       # [L, H, D]
+    role_sum = torch.zeros(5, L, H, D, dtype=torch.float64)
+    role_tokens = [0] * 5
+    for r, row in enumerate(ref_rows):
+        for t, role in enumerate(roles(*row)):
+            role_sum[role] += token_out[r][t]
+            role_tokens[role] += 1
+    role_means = role_sum / torch.tensor([max(1, c) for c in role_tokens],
+                                         dtype=torch.float64)[:, None, None, None]
 
-    # 2-3. Mean / resample / zero ablation cases.
+    # 2-3. Mean / role mean / resample / zero ablation cases on the golden
+    #      inputs. Resample: one forward per draw, each row's fill its drawn
+    #      reference row's outputs at the aligned positions.
+    rows = ref_rows[:n]
+    t_max = ids.shape[1]
+
+    def role_fill():
+        fill = torch.zeros(n, t_max, L, H, D, dtype=torch.float64)
+        for r, row in enumerate(rows):
+            for t, role in enumerate(roles(*row)):
+                fill[r, t] = role_means[role]
+        return fill
+
+    def resample_fill(sources, k, alignment):
+        fill = torch.zeros(n, t_max, L, H, D, dtype=torch.float64)
+        for r, row in enumerate(rows):
+            src = sources[r][k]
+            for t in range(len(row[0])):
+                fill[r, t] = token_out[src][aligned_position(row, ref_rows[src], t, alignment)]
+        return fill
+
     ablate = [[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0, 0.0], [1.0, 1.0, 0.0, 1.0]]
     frac = [[1.0, 0.3, 1.0, 0.7], [0.7, 1.0, 0.0, 1.0], [0.3, 0.3, 1.0, 1.0]]
     zeros = [[0.0] * H for _ in range(L)]
-    specs = [("mean_ablate", "mean", ablate, 0, 0), ("mean_fractional", "mean", frac, 0, 0),
-             ("mean_all", "mean", zeros, 0, 0), ("resample_ablate", "resample", ablate, 3, 7),
-             ("resample_fractional", "resample", frac, 5, 12345),
-             ("zero_ablate", "zero", ablate, 0, 0)]
+    specs = [("mean_ablate", "mean", ablate, 0, 0, ""),
+             ("mean_fractional", "mean", frac, 0, 0, ""),
+             ("mean_all", "mean", zeros, 0, 0, ""),
+             ("role_mean_ablate", "mean_by_role", ablate, 0, 0, ""),
+             ("role_mean_fractional", "mean_by_role", frac, 0, 0, ""),
+             ("resample_ablate", "resample", ablate, 3, 7, "matched"),
+             ("resample_fractional", "resample", frac, 2, 12345, "matched"),
+             ("resample_scaled", "resample", ablate, 4, 99, "scaled"),
+             ("zero_ablate", "zero", ablate, 0, 0, "")]
     ablation_cases, logits_by = [], {}
-    for name, mode, mask, draws, seed in specs:
+    for name, mode, mask, draws, seed, alignment in specs:
         hm = torch.tensor([mask] * n, dtype=torch.float64)
         case = {"name": name, "mode": mode, "head_mask": hm.tolist(),
-                "draws": draws, "seed": seed}
+                "draws": draws, "seed": seed, "alignment": alignment}
         if mode == "zero":
             logits = forward(w, ids, types, amask, hm)[0]
         elif mode == "mean":
             logits = forward(w, ids, types, amask, hm, fill=mean)[0]
+        elif mode == "mean_by_role":
+            logits = forward(w, ids, types, amask, hm, fill=role_fill())[0]
         else:
-            js = draw_examples(seed, draws, n)
-            case["draw_examples"] = js
-            logits = sum(forward(w, ids, types, amask, hm, fill=pooled[j])[0]
-                         for j in js) / draws
+            sources = [resample_sources(ref_rows, row, seed, draws, alignment) for row in rows]
+            case["draw_sources"] = sources
+            draw_logits = [forward(w, ids, types, amask, hm,
+                                   fill=resample_fill(sources, k, alignment))[0]
+                           for k in range(draws)]
+            case["draw_logits"] = [rounded(x) for x in draw_logits]
+            logits = draw_logits[0]
         logits_by[name] = logits
-        case["logits"] = rounded(logits)
+        if mode != "resample":
+            case["logits"] = rounded(logits)
         ablation_cases.append(case)
     assert close(logits_by["zero_ablate"], cases["zero"]["logits"], 1e-9)
     mean_vs_zero = (logits_by["mean_ablate"] - logits_by["zero_ablate"]).abs().max().item()
     assert mean_vs_zero > 1e-3, mean_vs_zero
+    role_vs_mean = (logits_by["role_mean_ablate"] - logits_by["mean_ablate"]).abs().max().item()
+    assert role_vs_mean > 1e-3, role_vs_mean
+    # Draws from different sources must differ (else the per-draw check
+    # could not tell draws apart).
+    sources = ablation_cases[5]["draw_sources"]
+    assert any(len(set(s)) > 1 for s in sources), sources
 
     # 4. Activation patching on a clean / corrupted pair.
     clean_ids = base["input_ids"][0]
@@ -251,10 +379,11 @@ def main():
     golden = {
         "generator": "tests/golden/intervention_reference.py",
         "model_dir": "tests/golden/tiny-bert-cls",
-        "reference": {"input_ids": base["input_ids"],
-                      "token_type_ids": base["token_type_ids"],
-                      "attention_mask": base["attention_mask"],
-                      "tokens": tokens, "mean": rounded(mean), "pooled": rounded(pooled)},
+        "reference": {"input_ids": ref_ids.tolist(),
+                      "token_type_ids": ref_types.tolist(),
+                      "attention_mask": ref_mask.tolist(),
+                      "tokens": tokens, "mean": rounded(mean),
+                      "role_means": rounded(role_means), "role_tokens": role_tokens},
         "inputs": {"input_ids": base["input_ids"],
                    "token_type_ids": base["token_type_ids"],
                    "attention_mask": base["attention_mask"]},
@@ -275,7 +404,8 @@ def main():
     print("reference tokens:", tokens)
     print("max |mean_ablate - zero_ablate| logits: %.6g" % mean_vs_zero)
     for c in ablation_cases:
-        print("%-20s %s" % (c["name"], c.get("draw_examples", "")), c["logits"][0])
+        print("%-20s %s" % (c["name"], c.get("draw_sources", "")),
+              c["logits"][0] if "logits" in c else c["draw_logits"][0][0])
     print("clean logits    ", rounded(clean_logits))
     print("corrupted logits", rounded(corrupted_logits))
     print("site effects (max |patched - unpatched dst|): clean->corrupted, corrupted->clean")

@@ -7,9 +7,11 @@ For a few texts and pairs, with and without a head mask (zero and uniform
 mode), every statistic the server reduces is compared with the same
 statistic computed by tests/golden/head_stats_reference.py (written from
 the definitions) on make_golden.reference_encoder's float64 maps, on the
-server's own tokenization. Plus: the refusals naming their field, the CLI's
-head_stats.csv equal to the RPC's numbers, and one of its SVGs rendered by
-headless Chromium with every cell laid out.
+server's own tokenization, and so are the pattern classes (per head on
+the means, and per map: each head's share of maps in each class). Plus:
+the refusals naming their field, the CLI's head_stats.csv equal to the
+RPC's numbers, and one of its SVGs rendered by headless Chromium with every
+cell laid out.
 
 Run by ctest; by hand:
   PYTHONPATH=build/python BERTOLOGY_BIN_DIR=build/bin \\
@@ -113,7 +115,7 @@ class AnalyzeTest(unittest.TestCase):
             examples.append((list(tokens), maps))
         return ref.dataset_stats(examples, UNK_ID)
 
-    def assertMatches(self, got, want, context):
+    def assertMatches(self, got, want, context, per_map=False):
         for name in ref.STATISTICS:
             g, w = np.asarray(got[name], dtype=np.float64), want[name]
             self.assertEqual(g.shape, (LAYERS, HEADS), name)
@@ -124,6 +126,13 @@ class AnalyzeTest(unittest.TestCase):
                                        atol=TOL.get(name, DEFAULT_TOL),
                                        err_msg="%s %s" % (context, name))
         self.assertEqual(got["pattern"].tolist(), want["pattern"].tolist(), context)
+        if per_map:
+            self.assertEqual(got["map_pattern_share"].shape, (LAYERS, HEADS, 5))
+            np.testing.assert_allclose(got["map_pattern_share"],
+                                       want["map_pattern_share"], rtol=0,
+                                       atol=1e-6, err_msg=context)
+        else:
+            self.assertIsNone(got["map_pattern_share"])
         for k in ("examples", "pair_examples", "examples_with_match"):
             self.assertEqual(got[k], want[k], "%s %s" % (context, k))
         if math.isnan(want["own_segment_share"]):
@@ -142,9 +151,10 @@ class AnalyzeTest(unittest.TestCase):
                 progress = []
                 got = self.client.analyze_heads(
                     inputs, mask=None if mask is None else {"dense": mask, "mode": mode},
-                    model="tiny", on_progress=lambda d, t: progress.append((d, t)))
+                    model="tiny", on_progress=lambda d, t: progress.append((d, t)),
+                    per_map_classes=True)
                 want = self.reference("tiny", inputs, mask, mode == "uniform")
-                self.assertMatches(got, want, label)
+                self.assertMatches(got, want, label, per_map=True)
                 # The last progress event says all examples were done.
                 self.assertEqual(progress[-1], (len(inputs), len(inputs)))
         # The statistics are not vacuous: the pairs have matches, some
@@ -157,6 +167,35 @@ class AnalyzeTest(unittest.TestCase):
         # A zero-masked head's rows are all zero.
         self.assertEqual(masked["to_self"][1, 0], 0.0)
         self.assertEqual(masked["entropy"][1, 0], 0.0)
+        # Without per_map_classes the shares stay off; the per-head classes
+        # are the same either way.
+        self.assertIsNone(unmasked["map_pattern_share"])
+        per_map = self.client.analyze_heads(INPUTS, model="tiny",
+                                            per_map_classes=True)
+        self.assertEqual(per_map["pattern"].tolist(), unmasked["pattern"].tolist())
+        # Special keys are V's alone: D never exceeds Clark's three
+        # neighbour statistics, and falls short of them here.
+        clark = unmasked["to_previous"] + unmasked["to_self"] + unmasked["to_next"]
+        self.assertTrue((unmasked["diagonal"] <= clark + 1e-6).all())
+        self.assertGreater((clark - unmasked["diagonal"]).max(), 0.01)
+
+    def test_reference_planted_sep_map_is_vertical_only(self):
+        """The reference's rules on a planted map: every row on its
+        segment's [SEP] in a 7-token pair is vertical, per head and per
+        map (adding Clark's previous/self/next would give D = 4/7 and
+        vertical+diagonal)."""
+        tokens = [{"text": x, "id": i, "segment": int(i > 3),
+                   "special": x in ("[CLS]", "[SEP]")}
+                  for i, x in enumerate(["[CLS]", "a", "b", "[SEP]", "c", "d",
+                                         "[SEP]"])]
+        m = np.zeros((1, 1, 7, 7))
+        for i in range(7):
+            m[0, 0, i, 3 if i <= 3 else 6] = 1.0
+        want = ref.dataset_stats([(tokens, m)], UNK_ID)
+        self.assertEqual(want["pattern"][0, 0], "vertical")
+        self.assertEqual(want["diagonal"][0, 0], 0.0)
+        self.assertAlmostEqual(want["to_next"][0, 0] + want["to_self"][0, 0], 4 / 7)
+        np.testing.assert_array_equal(want["map_pattern_share"][0, 0], [1, 0, 0, 0, 0])
 
     def test_every_head_kind(self):
         for model in ("base", "tokcls"):
@@ -206,11 +245,12 @@ class AnalyzeTest(unittest.TestCase):
         r = subprocess.run(
             [os.path.join(BIN_DIR, "bertology"), "analyze", "--target=" + self.target,
              "--model=base", "--data=" + data, "--header=no",
-             "--ablate=1:0,1:2", "--quiet", "--out-dir=" + out],
+             "--ablate=1:0,1:2", "--per-map", "--quiet", "--out-dir=" + out],
             capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         rpc = self.client.analyze_heads(
-            INPUTS, mask={"ablate": [(1, 0), (1, 2)]}, model="base")
+            INPUTS, mask={"ablate": [(1, 0), (1, 2)]}, model="base",
+            per_map_classes=True)
         with open(os.path.join(out, "head_stats.csv")) as f:
             rows = list(csv.DictReader(f))
         self.assertEqual(len(rows), LAYERS * HEADS)
@@ -224,6 +264,10 @@ class AnalyzeTest(unittest.TestCase):
                 else:
                     self.assertEqual(np.float32(got), np.float32(want), (name, l, h))
             self.assertEqual(row["pattern"], rpc["pattern"][l, h])
+            for c, name in enumerate(("vertical", "diagonal", "vertical_diagonal",
+                                      "block", "heterogeneous")):
+                self.assertEqual(np.float32(row["map_" + name]),
+                                 rpc["map_pattern_share"][l, h, c], (name, l, h))
         for name in list(ref.STATISTICS) + ["patterns"]:
             self.assertTrue(os.path.exists(os.path.join(out, name + ".svg")), name)
         self.assertTrue(os.path.exists(os.path.join(out, "head_stats.json")))

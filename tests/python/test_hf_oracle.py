@@ -148,55 +148,132 @@ class InterventionsGoldenTest(unittest.TestCase):
             return self.model(input_ids=ids, token_type_ids=types, attention_mask=amask,
                               head_mask=hm).logits
 
-    def captured_contexts(self):
-        """Each layer's ctx [B, T, H, d] on the unmasked reference rows."""
+    def captured_contexts(self, ids, types, amask):
+        """Each layer's ctx [B, T, H, d] on unmasked rows."""
         ctxs = {}
 
         def keep(l, ctx):
             ctxs[l] = ctx.clone()
-        self.forward(self.ids, self.types, self.amask, ctx_edit=keep)
+        self.forward(ids, types, amask, ctx_edit=keep)
         return [ctxs[l] for l in range(self.layers)]
+
+    @staticmethod
+    def segments(types):
+        """(len_a, len_b) of [CLS] a [SEP] (b [SEP]) from real token types."""
+        in_b = sum(types)
+        return len(types) - in_b - 2, max(0, in_b - 1)
+
+    @classmethod
+    def role_of(cls, types, t):
+        """0 [CLS], 1 first [SEP], 2 second [SEP], 3 text_a, 4 text_b."""
+        a, b = cls.segments(types)
+        if t == 0:
+            return 0
+        if t <= a:
+            return 3
+        if t == a + 1:
+            return 1
+        return 4 if t <= a + b + 1 else 2
+
+    @classmethod
+    def aligned(cls, types, ref_types, t, alignment):
+        """The reference position position t takes (matched: t itself)."""
+        if alignment != "scaled":
+            return t
+        (a, b), (ra, rb) = cls.segments(types), cls.segments(ref_types)
+        role = cls.role_of(types, t)
+        first = {0: 0, 1: ra + 1, 2: ra + rb + 2}
+        if role in first:
+            return first[role]
+        if role == 3:
+            return 1 + (t - 1) * ra // a if ra else ra + 1
+        return ra + 2 + (t - a - 2) * rb // b if rb else ra + rb + 2
+
+    def reference_outputs(self):
+        """Per reference row, its real tokens' ctx [T_r, L, H, d] and types."""
+        ref = self.golden["reference"]
+        amask = torch.tensor(ref["attention_mask"])
+        ctxs = self.captured_contexts(torch.tensor(ref["input_ids"]),
+                                      torch.tensor(ref["token_type_ids"]), amask)
+        rows = []
+        for r in range(amask.shape[0]):
+            n = int(amask[r].sum())
+            rows.append((torch.stack([c[r, :n] for c in ctxs], 1),
+                         ref["token_type_ids"][r][:n]))
+        return rows
+
+    def statistics(self, rows):
+        """The pooled mean [L, H, d], role means [5, L, H, d], role counts
+        and token count of the reference rows' outputs."""
+        tokens = sum(out.shape[0] for out, _ in rows)
+        mean = sum(out.sum(0) for out, _ in rows) / tokens
+        role_sum = torch.zeros_like(torch.stack([mean] * 5))
+        role_count = [0] * 5
+        for out, types in rows:
+            for t in range(out.shape[0]):
+                role_sum[self.role_of(types, t)] += out[t]
+                role_count[self.role_of(types, t)] += 1
+        role_means = role_sum / torch.tensor(role_count, dtype=torch.float64)[:, None, None, None]
+        return mean, role_means, role_count, tokens
 
     def test_reference_statistics(self):
         ref = self.golden["reference"]
-        real = self.amask.double()[:, :, None, None]                    # [B, T, 1, 1]
-        ctxs = self.captured_contexts()
-        mean = torch.stack([(c * real).sum((0, 1)) / real.sum() for c in ctxs])
-        pooled = torch.stack([(c * real).sum(1) / real.sum(1) for c in ctxs], 1)
-        self.assertEqual(int(self.amask.sum()), ref["tokens"])
+        mean, role_means, role_count, tokens = self.statistics(self.reference_outputs())
+        self.assertEqual(tokens, ref["tokens"])
+        self.assertEqual(role_count, ref["role_tokens"])
         assert_golden_close(self, mean, ref["mean"], "per-head mean", 1e-9)
-        assert_golden_close(self, pooled, ref["pooled"], "per-example means", 1e-9)
+        assert_golden_close(self, role_means, ref["role_means"], "role means", 1e-9)
 
     def test_ablation_cases(self):
-        real = self.amask.double()[:, :, None, None]
-        ctxs = self.captured_contexts()
-        mean = torch.stack([(c * real).sum((0, 1)) / real.sum() for c in ctxs])  # [L, H, d]
-        pooled = torch.stack([(c * real).sum(1) / real.sum(1) for c in ctxs], 1)  # [B, L, H, d]
+        rows = self.reference_outputs()
+        mean, role_means, _, _ = self.statistics(rows)  # [L, H, d], [5, L, H, d]
+        b, t_len = self.ids.shape
+        types = [self.golden["inputs"]["token_type_ids"][r][:int(self.amask[r].sum())]
+                 for r in range(b)]
         results = {}
         for case in self.golden["ablation_cases"]:
             mask = torch.tensor(case["head_mask"], dtype=torch.float64)          # [B, L, H]
 
             def filled(fill):
                 # HF's head_mask scales the probabilities, hence ctx; the
-                # ablated share (1 - m) of the fill joins after.
+                # ablated share (1 - m) of the fill ([B, T, L, H, d]) joins
+                # after.
                 def edit(l, ctx):
                     m = mask[:, l, :, None][:, None]                           # [B, 1, H, 1]
-                    return ctx + (1 - m) * fill[l][None, None]
+                    return ctx + (1 - m) * fill[:, :, l]
                 return self.forward(self.ids, self.types, self.amask, mask, ctx_edit=edit)
+
+            def per_position(value):
+                fill = torch.zeros(b, t_len, *mean.shape, dtype=torch.float64)
+                for r in range(b):
+                    for t in range(len(types[r])):
+                        fill[r, t] = value(r, t)
+                return fill
 
             with self.subTest(case=case["name"]):
                 if case["mode"] == "zero":
-                    logits = self.forward(self.ids, self.types, self.amask, mask)
+                    draws = [self.forward(self.ids, self.types, self.amask, mask)]
                 elif case["mode"] == "mean":
-                    logits = filled(mean)
+                    draws = [filled(per_position(lambda r, t: mean))]
+                elif case["mode"] == "mean_by_role":
+                    draws = [filled(per_position(
+                        lambda r, t: role_means[self.role_of(types[r], t)]))]
                 else:
-                    draws = case["draw_examples"]
-                    self.assertEqual(len(draws), case["draws"])
-                    logits = sum(filled(pooled[j]) for j in draws) / len(draws)
-                assert_golden_close(self, logits, case["logits"], case["name"], 1e-9)
-                results[case["name"]] = logits
-        # Mean ablation is not zero ablation under another name.
+                    sources = case["draw_sources"]
+                    draws = []
+                    for k in range(case["draws"]):
+                        def drawn(r, t, k=k):
+                            out, ref_types = rows[sources[r][k]]
+                            return out[self.aligned(types[r], ref_types, t, case["alignment"])]
+                        draws.append(filled(per_position(drawn)))
+                expected = case.get("draw_logits", [case.get("logits")])
+                for k, logits in enumerate(draws):
+                    assert_golden_close(self, logits, expected[k], case["name"], 1e-9)
+                results[case["name"]] = draws[0]
+        # Mean ablation is not zero ablation under another name, nor the
+        # role means the pooled one.
         self.assertGreater((results["mean_ablate"] - results["zero_ablate"]).abs().max(), 1e-3)
+        self.assertGreater((results["mean_ablate"] - results["role_mean_ablate"]).abs().max(), 1e-3)
 
     def test_patching_sites(self):
         p = self.golden["patching"]

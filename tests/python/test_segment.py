@@ -15,6 +15,14 @@ of its map row over the real tokens (lowest j on ties); "end" iff j is a
 [SEP], "internal" iff j == i + 1 is a one-character piece of the same
 segment, else "none". Gold: a word's last character ends it.
 
+Scored against chance (also from the proto's comments): per head the
+Matthews correlation of "end" against "not end" (0 where a factor under
+the root is 0) and the balanced accuracy (the mean over the gold classes
+present of the share of that class predicted right); heads ranked by MCC,
+then balanced accuracy, then index; and two trivial heads scored alike:
+always-next (the rule with j = i + 1) and always-[SEP] ("end" everywhere),
+with the oracle of the two.
+
 Run by ctest; by hand:
   PYTHONPATH=build/python BERTOLOGY_BIN_DIR=build/bin \\
       /usr/bin/python3 -m unittest -v tests/python/test_segment.py
@@ -74,15 +82,25 @@ def request_of(examples):
 
 def reference_counts(examples_maps):
     """(true_ends, predicted_ends, correct, characters, gold_ends, right)
-    per head from (tokens, gold_end per token or None, maps [L, H, T, T])."""
+    per head from (tokens, gold_end per token or None, maps [L, H, T, T]),
+    and a dict of the two trivial heads' (true_ends, predicted_ends,
+    correct) with "right" (characters either gets right)."""
     tp = np.zeros((LAYERS, HEADS), dtype=np.int64)
     pe = np.zeros_like(tp)
     ok = np.zeros_like(tp)
     right_rows = []
     chars = gold_ends = 0
+    base = {"always_next": [0, 0, 0], "always_sep": [0, 0, 0], "right": 0}
     for tokens, gold, maps in examples_maps:
         def is_char(i):
             return gold[i] is not None
+
+        def predict(i, j):
+            end = tokens[j].special and tokens[j].text == "[SEP]"
+            internal = (j == i + 1 and is_char(j)
+                        and tokens[j].segment == tokens[i].segment)
+            return end, internal
+
         for i in range(len(tokens)):
             if not is_char(i):
                 continue
@@ -92,16 +110,42 @@ def reference_counts(examples_maps):
             for l in range(LAYERS):
                 for h in range(HEADS):
                     j = int(np.argmax(maps[l, h, i]))  # first maximum
-                    end = tokens[j].special and tokens[j].text == "[SEP]"
-                    internal = (j == i + 1 and is_char(j)
-                                and tokens[j].segment == tokens[i].segment)
+                    end, internal = predict(i, j)
                     tp[l, h] += end and gold[i]
                     pe[l, h] += end
                     r = end if gold[i] else internal
                     ok[l, h] += r
                     right[l, h] = r
             right_rows.append(right)
-    return tp, pe, ok, chars, gold_ends, np.array(right_rows)
+            either = False
+            for name, (end, internal) in (("always_next", predict(i, i + 1)),
+                                          ("always_sep", (True, False))):
+                r = end if gold[i] else internal
+                counts = base[name]
+                counts[0] += end and gold[i]
+                counts[1] += end
+                counts[2] += r
+                either = either or r
+            base["right"] += either
+    return tp, pe, ok, chars, gold_ends, np.array(right_rows), base
+
+
+def chance_scores(tp, pe, ok, chars, gold_ends):
+    """(mcc, balanced_accuracy), float64 arrays, from the counts."""
+    tp, pe, ok = (np.asarray(x, dtype=np.float64) for x in (tp, pe, ok))
+    fp = pe - tp
+    fn = gold_ends - tp
+    tn = chars - tp - fp - fn
+    den = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mcc = np.where(den > 0, (tp * tn - fp * fn) / np.sqrt(den), 0.0)
+    internal = chars - gold_ends
+    parts = []
+    if gold_ends:
+        parts.append(tp / gold_ends)
+    if internal:
+        parts.append((ok - tp) / internal)
+    return mcc, sum(parts) / len(parts)
 
 
 class SegmentTest(unittest.TestCase):
@@ -164,7 +208,8 @@ class SegmentTest(unittest.TestCase):
                     EXAMPLES, mask=None if mask is None else {"dense": mask},
                     model="tiny", top_k=3,
                     on_progress=lambda d, t: progress.append((d, t)))
-                tp, pe, ok, chars, gold_ends, right = self.reference(EXAMPLES, mask)
+                tp, pe, ok, chars, gold_ends, right, base = self.reference(
+                    EXAMPLES, mask)
                 self.assertEqual(progress[-1], (len(EXAMPLES), len(EXAMPLES)))
                 self.assertEqual(got["characters"], chars)
                 self.assertEqual(got["gold_ends"], gold_ends)
@@ -181,9 +226,31 @@ class SegmentTest(unittest.TestCase):
                 np.testing.assert_allclose(got["accuracy"], ok / chars, atol=1e-6)
                 self.assertAlmostEqual(got["oracle_all_heads"],
                                        right.reshape(chars, -1).any(1).mean())
-                # best_heads: by F1, then accuracy, then index.
+                mcc, balanced = chance_scores(tp, pe, ok, chars, gold_ends)
+                np.testing.assert_allclose(got["mcc"], mcc, atol=1e-6)
+                np.testing.assert_allclose(got["balanced_accuracy"], balanced,
+                                           atol=1e-6)
+                # The trivial heads, scored alike on the same characters.
+                for name in ("always_next", "always_sep"):
+                    b, (btp, bpe, bok) = got["baselines"][name], base[name]
+                    self.assertEqual((b["true_ends"], b["predicted_ends"],
+                                      b["correct"]), (btp, bpe, bok), name)
+                    bmcc, bbal = chance_scores(btp, bpe, bok, chars, gold_ends)
+                    self.assertAlmostEqual(b["mcc"], float(bmcc), places=12)
+                    self.assertAlmostEqual(b["balanced_accuracy"], bbal,
+                                           places=12)
+                    self.assertAlmostEqual(b["accuracy"], bok / chars, places=12)
+                    self.assertAlmostEqual(b["f1"], 2 * btp / (bpe + gold_ends),
+                                           places=12)
+                self.assertEqual(got["baselines"]["always_sep"]["mcc"], 0.0)
+                self.assertEqual(got["baselines"]["always_sep"]["balanced_accuracy"],
+                                 0.5)
+                self.assertAlmostEqual(got["oracle_baselines"], base["right"] / chars)
+                self.assertEqual(got["oracle_baselines"], 1.0)  # letters: one piece each
+                # best_heads: by MCC, then balanced accuracy, then index
+                # (float64 scores from the counts, as the server ranks).
                 order = sorted(range(LAYERS * HEADS), key=lambda k: (
-                    -f1.flat[k], -(ok.flat[k] / chars), k))
+                    -mcc.flat[k], -balanced.flat[k], k))
                 self.assertEqual([l * HEADS + h for l, h in got["best_heads"]],
                                  order[:3])
                 top = right.reshape(chars, -1)[:, order[:3]].any(1).mean()
@@ -210,9 +277,30 @@ class SegmentTest(unittest.TestCase):
                          sum(len(q.replace(" ", "")) + len(t.replace(" ", ""))
                              for q, t, _ in rows))
         best = got["best_heads"][0]
-        self.assertEqual(got["f1"][best], np.nanmax(got["f1"]))
+        self.assertEqual(got["mcc"][best], np.nanmax(got["mcc"]))
+        self.assertEqual(got["view"]["head"], best)
         self.assertGreaterEqual(got["oracle_all_heads"], got["oracle_top_heads"])
         self.assertGreaterEqual(got["oracle_top_heads"], np.nanmax(got["accuracy"]))
+        # The trivial heads, from the words alone: always-next ends a word
+        # exactly at the last character of each text (its next token is a
+        # [SEP]) and calls every other character internal; always-[SEP]
+        # ends every word.
+        texts = [x for q, t, _ in rows for x in (q, t) if x.replace(" ", "")]
+        ends = sum(len(x.split()) for x in texts)
+        chars = got["characters"]
+        self.assertEqual(got["gold_ends"], ends)
+        nxt, sep = got["baselines"]["always_next"], got["baselines"]["always_sep"]
+        self.assertEqual((nxt["true_ends"], nxt["predicted_ends"]),
+                         (len(texts), len(texts)))
+        self.assertEqual(nxt["correct"], chars - ends + len(texts))
+        self.assertEqual(nxt["precision"], 1.0)
+        self.assertEqual((sep["true_ends"], sep["predicted_ends"], sep["correct"]),
+                         (ends, chars, ends))
+        self.assertEqual((sep["mcc"], sep["balanced_accuracy"]), (0.0, 0.5))
+        # Together they are right on every character: the yardstick of the
+        # oracle over all heads.
+        self.assertEqual(got["oracle_baselines"], 1.0)
+        self.assertGreaterEqual(got["oracle_baselines"], got["oracle_all_heads"])
 
     def test_cli_writes_csv_json_and_svgs(self):
         """`bertology segment` on the shipped words file, as the README
@@ -240,11 +328,36 @@ class SegmentTest(unittest.TestCase):
             else:
                 self.assertAlmostEqual(float(row["f1"]), float(f1), places=6)
             self.assertEqual(int(row["correct"]), int(want["correct"][l, h]))
+            mcc = want["mcc"][l, h]
+            self.assertAlmostEqual(float(row["mcc"]), float(mcc), places=6)
+            self.assertAlmostEqual(float(row["balanced_accuracy"]),
+                                   float(want["balanced_accuracy"][l, h]), places=6)
         with open(os.path.join(out, "segment_heads.json")) as f:
             j = json.load(f)
         self.assertAlmostEqual(j["oracle_all_heads"], want["oracle_all_heads"], places=12)
+        self.assertEqual(j["oracle_baselines"], want["oracle_baselines"])
         self.assertEqual([tuple(x) for x in j["best_heads"]],
                          [tuple(x) for x in want["best_heads"]])
+        for name in ("always_next", "always_sep"):
+            for k, v in want["baselines"][name].items():
+                self.assertAlmostEqual(j["baselines"][name][k], v, places=12,
+                                       msg=(name, k))
+        # The table on stdout: the best heads by MCC, then the two trivial
+        # heads with the same columns, then the oracles side by side.
+        lines = r.stdout.splitlines()
+        self.assertTrue(any("ranked by MCC" in x for x in lines), r.stdout)
+        rows_ = [x.split() for x in lines if len(x.split()) == 8
+                 and (x.split()[0].isdigit() or x.split()[0] == "base")]
+        self.assertEqual([x[1] for x in rows_],
+                         ["L%dH%d" % lh for lh in want["best_heads"]]
+                         + ["always-next", "always-[SEP]"])
+        self.assertAlmostEqual(float(rows_[0][2]),
+                               float(want["mcc"][want["best_heads"][0]]), places=4)
+        self.assertAlmostEqual(float(rows_[-2][2]),
+                               want["baselines"]["always_next"]["mcc"], places=4)
+        self.assertEqual(rows_[-1][2], "0.0000")
+        self.assertIn("always-next or always-[SEP] right on %.4f"
+                      % want["oracle_baselines"], r.stdout)
         with open(os.path.join(out, "segment_f1.svg")) as f:
             self.assertEqual(f.read().count('class="cell"'), want["f1"].size)
         with open(os.path.join(out, "segmentation.svg")) as f:

@@ -8,11 +8,15 @@ Masks are given as:
   {"dense": array}              [layers, heads] (or flat) values in [0, 1]
   a numpy array / nested list   same as {"dense": ...}
   a HeadMask proto              passed through
-and a dict may carry "mode": "zero" | "uniform" | "mean" | "resample".
-"mean" and "resample" replace an ablated head's output with its mean over
-reference inputs: they need reference statistics, an id from
+and a dict may carry "mode": "zero" | "uniform" | "mean" | "mean_by_role" |
+"resample". "mean" and "mean_by_role" replace an ablated head's output with
+its mean over reference inputs (pooled, or per token role: [CLS], each
+[SEP], each segment's tokens); "resample" (sweeps only) with its output on
+other reference inputs, position by position, drawn per input, the metric
+averaged over draws. They need reference statistics, an id from
 compute_head_statistics() given as statistics= (or "statistics" in the
-dict); "resample" also takes draws= and seed= ("draws"/"seed").
+dict); "resample" also takes draws=, seed= and alignment= ("matched" or
+"scaled"; "draws"/"seed" in the dict).
 """
 
 import collections
@@ -29,6 +33,12 @@ _MODES = {
     "uniform": pb.ABLATION_MODE_UNIFORM,
     "mean": pb.ABLATION_MODE_MEAN,
     "resample": pb.ABLATION_MODE_RESAMPLE,
+    "mean_by_role": pb.ABLATION_MODE_MEAN_BY_ROLE,
+}
+_ALIGNMENTS = {
+    None: pb.RESAMPLE_ALIGNMENT_UNSPECIFIED,
+    "matched": pb.RESAMPLE_ALIGNMENT_MATCHED_LENGTHS,
+    "scaled": pb.RESAMPLE_ALIGNMENT_SCALED,
 }
 _SITE_KINDS = {
     "head": pb.PATCH_SITE_KIND_HEAD,
@@ -61,7 +71,8 @@ ClassifyResult = collections.namedtuple(
 # names of its pattern classes.
 _HEAD_STATISTICS = ("to_cls", "to_sep", "to_punctuation", "to_self",
                     "to_previous", "to_next", "entropy",
-                    "cross_segment_match", "mean_distance", "to_own_segment")
+                    "cross_segment_match", "mean_distance", "to_own_segment",
+                    "vertical", "diagonal")
 _PATTERN_NAMES = {
     pb.ATTENTION_PATTERN_VERTICAL: "vertical",
     pb.ATTENTION_PATTERN_DIAGONAL: "diagonal",
@@ -95,16 +106,20 @@ def _mode(mode):
     try:
         return _MODES[mode if mode is None else str(mode).lower()]
     except KeyError:
-        raise ValueError("mode must be 'zero', 'uniform', 'mean' or "
-                         "'resample', not %r" % (mode,))
+        raise ValueError("mode must be 'zero', 'uniform', 'mean', "
+                         "'mean_by_role' or 'resample', not %r" % (mode,))
 
 
-def _resample(draws, seed):
-    """ResampleOptions, or None when neither is given (the server's 1
-    draw, seed 0)."""
-    if draws is None and seed is None:
+def _resample(draws, seed, alignment=None):
+    """ResampleOptions, or None when none is given (the server's 1 draw,
+    seed 0, matched lengths)."""
+    if draws is None and seed is None and alignment is None:
         return None
-    return pb.ResampleOptions(draws=int(draws or 0), seed=int(seed or 0))
+    if alignment not in _ALIGNMENTS:
+        raise ValueError("alignment must be 'matched' or 'scaled', not %r"
+                         % (alignment,))
+    return pb.ResampleOptions(draws=int(draws or 0), seed=int(seed or 0),
+                              alignment=_ALIGNMENTS[alignment])
 
 
 def _heads(pairs):
@@ -205,7 +220,16 @@ def _mask_result_dict(r):
             "relative_change_percent": (
                 r.relative_change_percent
                 if r.HasField("relative_change_percent") else None),
-            "mean_loss_delta": r.mean_loss_delta}
+            "mean_loss_delta": r.mean_loss_delta,
+            # 95 % intervals: Wilson's of accuracy; the paired one of the
+            # change (None for the baseline); distinguishable: it excludes 0.
+            "accuracy_ci": (r.accuracy_ci.low, r.accuracy_ci.high),
+            "accuracy_delta_ci": (
+                (r.accuracy_delta_ci.low, r.accuracy_delta_ci.high)
+                if r.HasField("accuracy_delta_ci") else None),
+            "distinguishable": r.delta_distinguishable,
+            # Resample: draws per example and units right per draw.
+            "draws": r.draws, "draw_correct": list(r.draw_correct)}
 
 
 def _token_predictions(p):
@@ -553,7 +577,7 @@ class Client:
 
     def sweep(self, examples, masks, mode=None, max_batch_rows=0, model=None,
               timeout=None, statistics=None, reference=None, draws=None,
-              seed=None):
+              seed=None, alignment=None):
         """Streams a sweep. `examples`: (text_a, text_b, label) triples or
         (text, label) pairs, where label is a class index, or for a token
         classifier a list of word labels (-1: not scored); `masks`: a list of masks (any accepted form,
@@ -565,12 +589,13 @@ class Client:
         mode="mean"/"resample" read reference statistics: `statistics` (an
         id from compute_head_statistics) or `reference` (inputs as
         classify() takes them, computed on the server at first use);
-        `draws`/`seed` set resample's draws for masks without their own."""
+        `draws`/`seed`/`alignment` set resample's draws for masks without
+        their own."""
         req = pb.SweepAblationRequest(model=self._model(model),
                                       mode=_mode(mode),
                                       statistics=statistics or "")
         req.reference.extend(_pair(x) for x in reference or [])
-        resample = _resample(draws, seed)
+        resample = _resample(draws, seed, alignment)
         if resample is not None:
             req.resample.CopyFrom(resample)
         req.examples.extend(_labeled_example(ex) for ex in examples)
@@ -661,21 +686,30 @@ class Client:
             raise RuntimeError("PruneCurve sent no kept step")
         return out
 
+    # The classes of AnalyzeHeadsResult.map_pattern_share's last axis.
+    MAP_PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block",
+                    "heterogeneous")
+
     def analyze_heads(self, inputs, mask=None, mode=None, model=None,
                       timeout=None, on_progress=None, statistics=None,
-                      draws=None, seed=None):
+                      draws=None, seed=None, per_map_classes=False):
         """Per-head attention statistics over `inputs` (strings, (text_a,
         text_b) pairs or dicts) under one mask (AnalyzeHeads). Returns a
         dict: one float32 array [layers, heads] per statistic ("to_cls",
         "to_sep", "to_punctuation", "to_self", "to_previous", "to_next",
         "entropy", "cross_segment_match", "mean_distance",
-        "to_own_segment"; NaN where undefined), "pattern" (an array of
-        names: "vertical", "diagonal", "vertical+diagonal", "block",
-        "heterogeneous"), and the counts "examples", "truncated_examples",
-        "pair_examples", "examples_with_match", "own_segment_share".
+        "to_own_segment", and the pattern rules' "vertical" and "diagonal";
+        NaN where undefined), "pattern" (an array of names: "vertical",
+        "diagonal", "vertical+diagonal", "block", "heterogeneous", from
+        each head's means), and the counts "examples",
+        "truncated_examples", "pair_examples", "examples_with_match",
+        "own_segment_share". With per_map_classes, "map_pattern_share":
+        float32 [layers, heads, 5], the share of each head's maps (one per
+        input) in each class, in MAP_PATTERNS' order (else None).
         `on_progress(done, total)` is called for each progress event."""
         req = pb.AnalyzeHeadsRequest(model=self._model(model),
-                                     inputs=[_pair(x) for x in inputs])
+                                     inputs=[_pair(x) for x in inputs],
+                                     per_map_classes=per_map_classes)
         hm = head_mask_proto(mask, mode, statistics, draws, seed)
         if hm is not None:
             req.head_mask.CopyFrom(hm)
@@ -690,6 +724,10 @@ class Client:
         for name in ("examples", "truncated_examples", "pair_examples",
                      "examples_with_match", "own_segment_share"):
             out[name] = getattr(result, name)
+        out["map_pattern_share"] = (
+            np.array(result.map_pattern_share, dtype=np.float32).reshape(
+                shape + (len(self.MAP_PATTERNS),))
+            if per_map_classes else None)
         return out
 
     def segment_words(self, examples, mask=None, mode=None, top_k=0,
@@ -700,12 +738,17 @@ class Client:
         list of words (or a space-separated string of them), a (words_a,
         words_b) pair of those, or a dict with words_a/words_b; the texts
         are the words concatenated. Returns a dict: float32 arrays [layers,
-        heads] "precision", "recall", "f1", "accuracy" (NaN where
+        heads] "precision", "recall", "f1", "accuracy", "mcc" (Matthews
+        correlation of word ends), "balanced_accuracy" (NaN where
         undefined) and int64 "true_ends", "predicted_ends", "correct";
         "oracle_all_heads" and "oracle_top_heads" (the share of characters
-        some head, of all or of the best top_k, gets right); "best_heads"
-        as (layer, head) tuples by F1; the counts "examples",
-        "truncated_examples", "characters", "gold_ends", "skipped_pieces";
+        some head, of all or of the best top_k, gets right) beside
+        "oracle_baselines" (the same for the two trivial heads);
+        "baselines": {"always_next": {...}, "always_sep": {...}}, each the
+        same scores as plain numbers; "best_heads" as (layer, head) tuples
+        by MCC, then balanced accuracy, then (layer, head); the counts
+        "examples", "truncated_examples", "characters", "gold_ends",
+        "skipped_pieces";
         and "view" (the view_example's characters, gold ends and the best
         head's predictions: "end", "internal" or "none")."""
         def words(x):
@@ -732,13 +775,20 @@ class Client:
         shape = (result.num_layers, result.num_heads)
         sc = result.scores
         out = {name: np.array(getattr(sc, name), dtype=np.float32).reshape(shape)
-               for name in ("precision", "recall", "f1", "accuracy")}
+               for name in ("precision", "recall", "f1", "accuracy", "mcc",
+                            "balanced_accuracy")}
         for name in ("true_ends", "predicted_ends", "correct"):
             out[name] = np.array(getattr(sc, name), dtype=np.int64).reshape(shape)
-        for name in ("oracle_all_heads", "oracle_top_heads", "examples",
-                     "truncated_examples", "characters", "gold_ends",
-                     "skipped_pieces"):
+        for name in ("oracle_all_heads", "oracle_top_heads",
+                     "oracle_baselines", "examples", "truncated_examples",
+                     "characters", "gold_ends", "skipped_pieces"):
             out[name] = getattr(result, name)
+        out["baselines"] = {
+            name: {f: getattr(getattr(result, name), f)
+                   for f in ("precision", "recall", "f1", "accuracy", "mcc",
+                             "balanced_accuracy", "true_ends",
+                             "predicted_ends", "correct")}
+            for name in ("always_next", "always_sep")}
         out["best_heads"] = [(h.layer, h.head) for h in result.best_heads]
         names = {pb.CHARACTER_PREDICTION_WORD_END: "end",
                  pb.CHARACTER_PREDICTION_WORD_INTERNAL: "internal"}

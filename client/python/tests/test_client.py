@@ -284,29 +284,40 @@ class ClientTest(unittest.TestCase):
         again = self.client.classify(PAIRS, {"ablate": all_heads},
                                      mode="mean", statistics=stats).logits
         np.testing.assert_array_equal(mean, again)
-        r1 = self.client.classify(PAIRS, {"ablate": all_heads},
-                                  mode="resample", statistics=stats, draws=3,
-                                  seed=5).logits
-        r2 = self.client.classify(PAIRS, {"ablate": all_heads},
-                                  mode="resample", statistics=stats, draws=3,
-                                  seed=5).logits
-        np.testing.assert_array_equal(r1, r2)
-        # Drawing every reference example once averages the logits of
-        # each one-example resample (the draws' mean).
-        per_draw = []
-        for seed in range(16):
-            one = self.client.classify(PAIRS, {"ablate": all_heads},
-                                       mode="resample", statistics=stats,
-                                       draws=1, seed=seed).logits
-            if not any(np.array_equal(one, p) for p in per_draw):
-                per_draw.append(one)
-        self.assertLessEqual(len(per_draw), len(PAIRS))
-        if len(per_draw) == len(PAIRS):
-            full = self.client.classify(PAIRS, {"ablate": all_heads},
-                                        mode="resample", statistics=stats,
-                                        draws=len(PAIRS)).logits
-            np.testing.assert_allclose(full, np.mean(per_draw, axis=0),
-                                       atol=1e-4)
+        # Role means: another fill than the pooled mean, deterministic.
+        role = self.client.classify(PAIRS, {"ablate": all_heads},
+                                    mode="mean_by_role", statistics=stats).logits
+        self.assertGreater(np.abs(role - mean).max(), 1e-4)
+        np.testing.assert_array_equal(
+            role, self.client.classify(PAIRS, {"ablate": all_heads},
+                                       mode="mean_by_role",
+                                       statistics=stats).logits)
+        # Resample averages a metric over draws: Classify refuses it, naming
+        # the field; a sweep scores it, the accuracy the mean over draws.
+        with self.assertRaises(grpc.RpcError) as err:
+            self.client.classify(PAIRS, {"ablate": all_heads},
+                                 mode="resample", statistics=stats, draws=3)
+        self.assertEqual(err.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("head_mask.mode=resample", err.exception.details())
+        examples = [(a, b, i % 2) for i, (a, b) in enumerate(PAIRS)]
+        # Every input needs another of its shape to draw from (the single
+        # text too; an input is never its own source).
+        more = self.client.compute_head_statistics(
+            PAIRS + [("it was not", ""), ("a cat", "on the mat")])["id"]
+        out = self.client.sweep_results(
+            examples, [{"ablate": [(0, 0), (1, 1)], "id": "r"}],
+            mode="resample", statistics=more, draws=3, seed=5,
+            alignment="scaled")
+        r = out["results"][0]
+        self.assertEqual(r["draws"], 3)
+        self.assertEqual(len(r["draw_correct"]), 3)
+        self.assertEqual(r["scored"], 3 * len(PAIRS))
+        self.assertEqual(sum(r["draw_correct"]), r["correct"])
+        self.assertAlmostEqual(r["accuracy"], r["correct"] / r["scored"])
+        low, high = r["accuracy_delta_ci"]
+        self.assertLessEqual(low, r["accuracy_delta"])
+        self.assertGreaterEqual(high, r["accuracy_delta"])
+        self.assertIsNone(out["baseline"]["accuracy_delta_ci"])
         with self.assertRaises(grpc.RpcError):  # an id never computed
             self.client.classify(PAIRS, {"ablate": [(0, 0)]}, mode="mean",
                                  statistics="hs-0000000000000000")

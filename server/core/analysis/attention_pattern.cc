@@ -5,8 +5,8 @@
 namespace bertology {
 
 AttentionPatternKind ClassifyPattern(const PatternInputs& in) {
-  const double v = in.to_cls + in.to_sep;
-  const double d = in.to_previous + in.to_self + in.to_next;
+  const double v = in.vertical;
+  const double d = in.diagonal;
   if (v >= kMixedEachMin && d >= kMixedEachMin && v + d >= kMixedSumMin) {
     return AttentionPatternKind::kVerticalDiagonal;
   }

@@ -6,8 +6,9 @@
 // part of the API (AnalyzeHeads' AttentionPattern).
 //
 // With V = to_cls + to_sep (the "vertical" stripes at [CLS]/[SEP]) and
-// D = to_previous + to_self + to_next (the three diagonals), checked in
-// this order, the first that holds wins:
+// D = the attention to the previous token, the token itself and the next
+// token where that key is not a special token (the three diagonals off the
+// stripes), checked in this order, the first that holds wins:
 //   vertical+diagonal  V >= 0.3 and D >= 0.3 and V + D >= 0.7
 //   vertical           V >= 0.5
 //   diagonal           D >= 0.5
@@ -19,6 +20,25 @@
 // The mixed rule comes first because a head that splits its attention
 // between the stripes and the diagonals passes neither 0.5 rule, or passes
 // one only by a margin that says nothing about the other.
+//
+// No double counting: a key that is [CLS] or [SEP] counts toward V only,
+// even when it is also the query's previous or next token or the query
+// itself. (Adding Clark's to_previous + to_self + to_next counted it
+// twice: a head putting every row's attention on its segment's [SEP] got
+// D = 4/T on a pair, from the rows of both [SEP]s and of the tokens just
+// before them, so it was "vertical+diagonal" on every pair of up to 13
+// tokens.)
+// HeadStats reports V and D as `vertical` and `diagonal` beside Clark's
+// to_previous/to_self/to_next, which keep counting every key.
+//
+// Per head or per map. AnalyzeHeads classifies each head by these rules on
+// its dataset means (HeadStats::pattern), and, on request, each
+// (example, head) map by the same rules on that example's own V, D,
+// to_own_segment and own-segment share, as Kovaleva et al. classified maps
+// (HeadStats::map_pattern_share: per head, the share of its maps in each
+// class). The two can differ: a head vertical on some inputs and diagonal
+// on others has half its maps in each class, while its means may make it
+// vertical+diagonal (or heterogeneous).
 #ifndef BERTOLOGY_CORE_ANALYSIS_ATTENTION_PATTERN_H_
 #define BERTOLOGY_CORE_ANALYSIS_ATTENTION_PATTERN_H_
 
@@ -42,12 +62,15 @@ inline constexpr double kMixedSumMin = 0.7;
 inline constexpr double kBlockWithinMin = 0.6;
 inline constexpr double kBlockExcessMin = 0.25;
 
-// One head's dataset means, as AnalyzeHeads reports them. to_own_segment
-// and own_segment_share are NaN when the data has no pairs (then no head is
-// a block).
+inline constexpr int kNumAttentionPatterns = 5;
+
+// One head's dataset means (or one map's values), as AnalyzeHeads reports
+// them: vertical = V, diagonal = D above. to_own_segment and
+// own_segment_share are NaN when the data (the example) has no pair (then
+// it is no block).
 struct PatternInputs {
-  double to_cls = 0, to_sep = 0;
-  double to_previous = 0, to_self = 0, to_next = 0;
+  double vertical = 0;
+  double diagonal = 0;
   double to_own_segment = 0, own_segment_share = 0;
 };
 

@@ -15,11 +15,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 PatternInputs Inputs(double v, double d, double own = kNaN,
                      double share = kNaN) {
   PatternInputs in;
-  in.to_cls = v * 0.25;
-  in.to_sep = v * 0.75;
-  in.to_previous = d * 0.5;
-  in.to_self = d * 0.2;
-  in.to_next = d * 0.3;
+  in.vertical = v;
+  in.diagonal = d;
   in.to_own_segment = own;
   in.own_segment_share = share;
   return in;
@@ -30,10 +27,9 @@ TEST(ClassifyPattern, Vertical) {
             AttentionPatternKind::kVertical);
   EXPECT_EQ(ClassifyPattern(Inputs(0.49, 0.1)),
             AttentionPatternKind::kHeterogeneous);
-  // [CLS] alone counts as much as [SEP].
-  PatternInputs cls_only;
-  cls_only.to_cls = 0.6;
-  EXPECT_EQ(ClassifyPattern(cls_only), AttentionPatternKind::kVertical);
+  PatternInputs v_only;
+  v_only.vertical = 0.6;
+  EXPECT_EQ(ClassifyPattern(v_only), AttentionPatternKind::kVertical);
 }
 
 TEST(ClassifyPattern, Diagonal) {
@@ -41,10 +37,9 @@ TEST(ClassifyPattern, Diagonal) {
             AttentionPatternKind::kDiagonal);
   EXPECT_EQ(ClassifyPattern(Inputs(0.1, 0.49)),
             AttentionPatternKind::kHeterogeneous);
-  // Self alone is a diagonal too.
-  PatternInputs self_only;
-  self_only.to_self = 0.8;
-  EXPECT_EQ(ClassifyPattern(self_only), AttentionPatternKind::kDiagonal);
+  PatternInputs d_only;
+  d_only.diagonal = 0.8;
+  EXPECT_EQ(ClassifyPattern(d_only), AttentionPatternKind::kDiagonal);
 }
 
 TEST(ClassifyPattern, VerticalDiagonal) {

@@ -1,5 +1,6 @@
 #include "server/core/analysis/head_stats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -20,6 +21,7 @@ struct Positions {
   int t = 0;
   bool pair = false;
   std::vector<int> seps, punct;
+  std::vector<bool> special;  // [CLS] or [SEP], per position
   // For each position: the other segment's positions with the same id
   // (empty: no match, or not a candidate).
   std::vector<std::vector<int>> matches;
@@ -32,8 +34,10 @@ Positions Analyse(const Encoding& e, int unk_id) {
   Positions p;
   p.t = static_cast<int>(e.tokens.size());
   p.matches.resize(p.t);
+  p.special.resize(p.t);
   for (int i = 0; i < p.t; ++i) {
     const Token& tok = e.tokens[i];
+    p.special[i] = tok.special;
     // The Encoding is [CLS] a [SEP] (b [SEP]): position 0 is [CLS], every
     // other special token a [SEP].
     if (tok.special) {
@@ -78,10 +82,12 @@ HeadStatsAccumulator::HeadStatsAccumulator(int num_layers, int num_heads,
                                            int unk_id)
     : layers_(num_layers), heads_(num_heads), unk_id_(unk_id) {
   const size_t n = static_cast<size_t>(layers_) * heads_;
-  for (std::vector<double>* v : {&cls_, &sep_, &punct_, &self_, &prev_, &next_,
-                                 &entropy_, &distance_, &match_, &own_}) {
+  for (std::vector<double>* v :
+       {&cls_, &sep_, &punct_, &self_, &prev_, &next_, &entropy_, &distance_,
+        &match_, &own_, &diagonal_}) {
     v->assign(n, 0.0);
   }
+  map_counts_.assign(n * kNumAttentionPatterns, 0);
 }
 
 absl::Status HeadStatsAccumulator::Add(
@@ -118,7 +124,7 @@ absl::Status HeadStatsAccumulator::Add(
         return map[static_cast<int64_t>(i) * padded + j];
       };
       double cls = 0, sep = 0, punct = 0, self = 0, prev = 0, next = 0,
-             entropy = 0, distance = 0, match = 0, own = 0;
+             entropy = 0, distance = 0, match = 0, own = 0, diagonal = 0;
       for (int i = 0; i < t; ++i) {
         cls += p(i, 0);
         for (int j : pos.seps) sep += p(i, j);
@@ -126,6 +132,10 @@ absl::Status HeadStatsAccumulator::Add(
         self += p(i, i);
         if (i > 0) prev += p(i, i - 1);
         if (i + 1 < t) next += p(i, i + 1);
+        // The diagonals off the stripes: special keys are V's alone.
+        for (int j = std::max(0, i - 1); j <= std::min(t - 1, i + 1); ++j) {
+          if (!pos.special[j]) diagonal += p(i, j);
+        }
         for (int j = 0; j < t; ++j) {
           const double v = p(i, j);
           if (v > 0) entropy -= v * std::log(v);
@@ -149,8 +159,18 @@ absl::Status HeadStatsAccumulator::Add(
       next_[k] += next * inv_t;
       entropy_[k] += entropy * inv_t;
       distance_[k] += distance * inv_t;
+      diagonal_[k] += diagonal * inv_t;
       if (pos.matched > 0) match_[k] += match / pos.matched;
       if (own_queries > 0) own_[k] += own / own_queries;
+      // This map's class, by the same rules on this example's values.
+      PatternInputs in;
+      in.vertical = (cls + sep) * inv_t;
+      in.diagonal = diagonal * inv_t;
+      const bool pair = pos.pair && own_queries > 0;
+      in.to_own_segment = pair ? own / own_queries : kNaN;
+      in.own_segment_share = pair ? share / own_queries : kNaN;
+      const int kind = static_cast<int>(ClassifyPattern(in));
+      ++map_counts_[k * kNumAttentionPatterns + (kind - 1)];
     }
   }
   ++examples_;
@@ -186,17 +206,22 @@ HeadStats HeadStatsAccumulator::Result() const {
   r.cross_segment_match = means(match_, examples_with_match_);
   r.to_own_segment = means(own_, pair_examples_);
   r.own_segment_share = Mean(share_, pair_examples_);
+  r.diagonal = means(diagonal_, examples_);
+  r.vertical.resize(n);
   r.pattern.resize(n);
   for (size_t k = 0; k < n; ++k) {
+    r.vertical[k] = r.to_cls[k] + r.to_sep[k];
     PatternInputs in;
-    in.to_cls = r.to_cls[k];
-    in.to_sep = r.to_sep[k];
-    in.to_previous = r.to_previous[k];
-    in.to_self = r.to_self[k];
-    in.to_next = r.to_next[k];
+    in.vertical = r.vertical[k];
+    in.diagonal = r.diagonal[k];
     in.to_own_segment = r.to_own_segment[k];
     in.own_segment_share = r.own_segment_share;
     r.pattern[k] = ClassifyPattern(in);
+  }
+  r.map_pattern_share.resize(map_counts_.size());
+  for (size_t i = 0; i < map_counts_.size(); ++i) {
+    r.map_pattern_share[i] =
+        Mean(static_cast<double>(map_counts_[i]), examples_);
   }
   return r;
 }

@@ -23,6 +23,11 @@
 //                 0), on the post-mask values as they are: a zero-masked
 //                 head's rows are all 0 and have entropy 0
 //   mean_distance mean over i of sum_j p[i][j] |i - j|, in tokens
+//   vertical      to_cls + to_sep: V of the pattern rules
+//   diagonal      mean over i of the sum of p[i][j] over j in {i - 1, i,
+//                 i + 1} where token j exists and is not special ([CLS] or
+//                 [SEP]): D of the pattern rules, whose special keys count
+//                 toward V only (attention_pattern.h)
 // Pairs only:
 //   cross_segment_match  for each non-special token of one segment whose id
 //                 occurs among the other segment's non-special tokens (ids
@@ -39,6 +44,13 @@
 // every example weighing the same (Clark et al. average per document);
 // cross_segment_match over the examples with a match, to_own_segment and
 // own_segment_share over the pair examples. A mean over no examples is NaN.
+//
+// Pattern classes (attention_pattern.h's rules): `pattern` classifies each
+// head on its dataset means; `map_pattern_share` classifies each (example,
+// head) map on that example's own vertical, diagonal, to_own_segment and
+// own-segment share (NaN for a single text: no block), as Kovaleva et al.
+// 2019 classified maps, and gives per head the share of its maps in each
+// class.
 #ifndef BERTOLOGY_CORE_ANALYSIS_HEAD_STATS_H_
 #define BERTOLOGY_CORE_ANALYSIS_HEAD_STATS_H_
 
@@ -58,9 +70,16 @@ struct HeadStats {
   int pair_examples = 0;        // with a text_b
   int examples_with_match = 0;  // pairs with a token id in both segments
   std::vector<double> to_cls, to_sep, to_punctuation, to_self, to_previous,
-      to_next, entropy, mean_distance, cross_segment_match, to_own_segment;
+      to_next, entropy, mean_distance, cross_segment_match, to_own_segment,
+      vertical, diagonal;
   double own_segment_share = 0;               // NaN without pairs
   std::vector<AttentionPatternKind> pattern;  // ClassifyPattern of each head
+  // Row-major [num_layers x num_heads x kNumAttentionPatterns]: the share
+  // of the head's maps (one per example) of each class, the last index
+  // being AttentionPatternKind - 1 (vertical, diagonal, vertical+diagonal,
+  // block, heterogeneous); each head's shares sum to 1 (NaN without
+  // examples).
+  std::vector<double> map_pattern_share;
 };
 
 // Whether `token` counts as punctuation (the to_punctuation rule above).
@@ -87,8 +106,10 @@ class HeadStatsAccumulator {
   int examples_ = 0, pair_examples_ = 0, examples_with_match_ = 0;
   // Sums of per-example values, [layers x heads].
   std::vector<double> cls_, sep_, punct_, self_, prev_, next_, entropy_,
-      distance_, match_, own_;
+      distance_, match_, own_, diagonal_;
   double share_ = 0;
+  // Maps of each class, [layers x heads x kNumAttentionPatterns].
+  std::vector<int64_t> map_counts_;
 };
 
 }  // namespace bertology

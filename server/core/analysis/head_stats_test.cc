@@ -261,5 +261,135 @@ TEST(PatternsOnSyntheticMaps, BlockNeedsPairs) {
   EXPECT_EQ(Single(e, m).pattern[0], AttentionPatternKind::kHeterogeneous);
 }
 
+// ------------------------------------------- special keys count as V only
+//
+// The [SEP] stripe and the diagonals share cells: the [SEP] row's self, the
+// row before a [SEP]'s next, the row after the middle [SEP]'s previous.
+// Those cells count toward V alone, so a head that puts everything on a
+// [SEP] is vertical and nothing else, however short the input.
+
+// [CLS] a... [SEP] b... [SEP] with `na` and `nb` word pieces.
+Encoding ShortPair(int na, int nb) {
+  std::vector<std::pair<std::string, int>> a, b;
+  for (int k = 0; k < na; ++k) a.push_back({"a", 10 + k});
+  for (int k = 0; k < nb; ++k) b.push_back({"b", 30 + k});
+  return Make(a, b);
+}
+
+TEST(PatternsOnSyntheticMaps, AllOnSepIsVerticalOnlyAtSmallT) {
+  // T = 7: [CLS] a a [SEP] b b [SEP]; every row on its segment's [SEP].
+  const Encoding e = ShortPair(2, 2);
+  const int t = 7;
+  const std::vector<float> m =
+      Map(t, [](int i, int j) { return j == (i <= 3 ? 3 : 6) ? 1.0 : 0.0; });
+  const HeadStats s = Single(e, m);
+  EXPECT_NEAR(s.vertical[0], 1.0, 1e-7);
+  EXPECT_NEAR(s.diagonal[0], 0.0, 1e-7);
+  // Clark's neighbour statistics still see the [SEP] cells (rows 2 and 5
+  // to the next token, rows 3 and 6 to themselves) ...
+  EXPECT_NEAR(s.to_next[0], 2.0 / t, 1e-7);
+  EXPECT_NEAR(s.to_self[0], 2.0 / t, 1e-7);
+  // ... which the rules used to add to V's: D = 4/7 made it
+  // vertical+diagonal.
+  EXPECT_EQ(s.pattern[0], AttentionPatternKind::kVertical);
+  const std::vector<double> only_vertical = {1, 0, 0, 0, 0};
+  EXPECT_EQ(s.map_pattern_share, only_vertical);
+}
+
+TEST(PatternsOnSyntheticMaps, AllOnSepIsVerticalAtEveryLength) {
+  for (int n = 1; n <= 6; ++n) {
+    for (bool pair : {false, true}) {
+      const Encoding e = pair ? ShortPair(n, n) : ShortPair(n, 0);
+      const int t = static_cast<int>(e.tokens.size());
+      const int mid = n + 1;  // the first [SEP]
+      const std::vector<float> m = Map(t, [&](int i, int j) {
+        return j == (i <= mid ? mid : t - 1) ? 1.0 : 0.0;
+      });
+      const HeadStats s = Single(e, m);
+      EXPECT_EQ(s.pattern[0], AttentionPatternKind::kVertical)
+          << "T = " << t << " diagonal " << s.diagonal[0];
+    }
+  }
+}
+
+TEST(PatternsOnSyntheticMaps, SpecialKeysAreVerticalWordKeysDiagonal) {
+  // [CLS] x y [SEP]. All on [CLS]: V (its own row's self included).
+  const Encoding e = Make({{"x", 10}, {"y", 11}});
+  HeadStats s = Single(e, Map(4, [](int, int j) { return j == 0 ? 1.0 : 0; }));
+  EXPECT_NEAR(s.vertical[0], 1.0, 1e-7);
+  EXPECT_NEAR(s.diagonal[0], 0.0, 1e-7);
+  EXPECT_EQ(s.pattern[0], AttentionPatternKind::kVertical);
+  // Self everywhere: the word rows are D, the [CLS] and [SEP] rows V.
+  s = Single(e, Map(4, [](int i, int j) { return i == j ? 1.0 : 0; }));
+  EXPECT_NEAR(s.to_self[0], 1.0, 1e-7);
+  EXPECT_NEAR(s.diagonal[0], 0.5, 1e-7);
+  EXPECT_NEAR(s.vertical[0], 0.5, 1e-7);
+  EXPECT_EQ(s.pattern[0], AttentionPatternKind::kVerticalDiagonal);
+  // The special rows attending to a neighbouring word: D too.
+  s = Single(e, Map(4, [](int i, int j) {
+               return j == (i == 0 ? 1 : i == 3 ? 2 : i) ? 1.0 : 0;
+             }));
+  EXPECT_NEAR(s.diagonal[0], 1.0, 1e-7);
+  EXPECT_EQ(s.pattern[0], AttentionPatternKind::kDiagonal);
+}
+
+// ------------------------------------------------- per-map classification
+
+// A head vertical on one example and diagonal on the other: half its maps
+// in each class, while its means (V = D = 0.5) make it vertical+diagonal.
+TEST(MapPatternShare, EachMapClassifiedOnItsOwnValues) {
+  const Encoding e = Make({{"x", 10}, {"y", 11}, {"z", 12}});  // T = 5
+  const std::vector<float> on_sep =
+      Map(5, [](int, int j) { return j == 4 ? 1.0 : 0; });
+  const std::vector<float> diagonal = Map(5, [](int i, int j) {
+    return j == (i == 0 ? 1 : i == 4 ? 3 : i) ? 1.0 : 0;
+  });
+  // Two heads: head 0 on_sep then diagonal; head 1 diagonal twice.
+  std::vector<float> first(on_sep), second(diagonal);
+  first.insert(first.end(), diagonal.begin(), diagonal.end());
+  second.insert(second.end(), diagonal.begin(), diagonal.end());
+  HeadStatsAccumulator acc(1, 2, kUnk);
+  ASSERT_TRUE(acc.Add(e, {first.data()}, 5).ok());
+  ASSERT_TRUE(acc.Add(e, {second.data()}, 5).ok());
+  const HeadStats s = acc.Result();
+  EXPECT_EQ(s.pattern[0], AttentionPatternKind::kVerticalDiagonal);
+  EXPECT_EQ(s.pattern[1], AttentionPatternKind::kDiagonal);
+  ASSERT_EQ(s.map_pattern_share.size(), 2u * kNumAttentionPatterns);
+  // [head][vertical, diagonal, vertical+diagonal, block, heterogeneous]
+  const std::vector<double> want = {0.5, 0.5, 0, 0, 0,  //
+                                    0,   1,   0, 0, 0};
+  EXPECT_EQ(s.map_pattern_share, want);
+}
+
+// The block rule per map uses that example's own share, and a single text
+// (no pair) is never a block.
+TEST(MapPatternShare, BlockOnPairsOnly) {
+  const Encoding pair = PairForPatterns();  // T = 13
+  const std::vector<float> block = Map(13, [](int i, int j) {
+    if (IsSpecial(i)) return 1.0;
+    return !IsSpecial(j) && SegmentOf(i) == SegmentOf(j) ? 1.0 : 0.02;
+  });
+  std::vector<std::pair<std::string, int>> words;
+  for (int k = 0; k < 10; ++k) words.push_back({"w", 10 + k});
+  const Encoding single = Make(words);  // T = 12
+  const std::vector<float> within = Map(12, [](int i, int j) {
+    const bool si = i == 0 || i == 11, sj = j == 0 || j == 11;
+    return si ? 1.0 : (sj ? 0.02 : 1.0);
+  });
+  HeadStatsAccumulator acc(1, 1, kUnk);
+  ASSERT_TRUE(acc.Add(pair, {block.data()}, 13).ok());
+  ASSERT_TRUE(acc.Add(single, {within.data()}, 12).ok());
+  const HeadStats s = acc.Result();
+  const std::vector<double> want = {0, 0, 0, 0.5, 0.5};
+  EXPECT_EQ(s.map_pattern_share, want);
+}
+
+TEST(MapPatternShare, NaNWithoutExamples) {
+  HeadStatsAccumulator acc(1, 1, kUnk);
+  const HeadStats s = acc.Result();
+  ASSERT_EQ(s.map_pattern_share.size(), 5u);
+  for (double v : s.map_pattern_share) EXPECT_TRUE(std::isnan(v));
+}
+
 }  // namespace
 }  // namespace bertology

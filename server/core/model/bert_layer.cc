@@ -36,6 +36,7 @@ std::vector<AttentionContext::AblationFill> MakeAblationFills(
       // p' = m * p, then the head's output moves towards the reference's
       // (LayerMask::output_fill, applied after p @ V): nothing here.
       case AblationMode::kMean:
+      case AblationMode::kMeanByRole:
       case AblationMode::kResample:
         break;
       case AblationMode::kUniform:
@@ -165,12 +166,16 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& hidden,
     out = torch::matmul(probs, v);
   }
   if (mask.output_fill.defined()) {
-    // kMean / kResample: o' = m * o + (1 - m) * fill; the m * o part came
-    // from the m-scaled probabilities (ApplyHeadMask). Rows in other modes
-    // have a zero fill, so their output is unchanged (x + 0 = x).
+    // kMean / kMeanByRole / kResample: o' = m * o + (1 - m) * fill; the m * o
+    // part came from the m-scaled probabilities (ApplyHeadMask). Rows in
+    // other modes have a zero fill, so their output is unchanged (x + 0 =
+    // x). A positional fill is cut to the query positions (the first tq).
     const torch::Tensor m =
         mask.values.view({mask.values.size(0), mask.values.size(1), 1, 1});
-    out = out + (1 - m) * mask.output_fill;
+    const torch::Tensor fill = mask.positional_fill
+                                   ? mask.output_fill.narrow(2, 0, tq)
+                                   : mask.output_fill;
+    out = out + (1 - m) * fill;
   }
   if (mask.patch_where.defined()) {
     out = torch::where(mask.patch_where.narrow(2, 0, tq),
@@ -194,15 +199,22 @@ torch::Tensor BertSelfAttentionImpl::MaskOutputs(
               "a layer started from head outputs cannot mask rows in mode "
               "uniform (their outputs need the values)");
   torch::Tensor m = mask.values;  // [B, H]
-  torch::Tensor fill;             // [B, H, d]
-  if (mask.output_fill.defined()) fill = mask.output_fill.squeeze(2);
+  // [B, H, d], or [B, T, H, d] for a positional fill.
+  torch::Tensor fill;
+  if (mask.output_fill.defined()) {
+    fill = mask.positional_fill ? mask.output_fill.permute({0, 2, 1, 3})
+                                : mask.output_fill.squeeze(2);
+  }
   torch::Tensor o;  // outputs with heads split, m and fill broadcastable
   const PackedTokens* packed = context.packed;
   if (outputs.dim() == 2) {  // packed: [N, D], or [B, D] (first tokens)
     const int64_t n = outputs.size(0);
-    if (packed != nullptr && n == packed->tokens()) {
-      m = packed->PerToken(m);
-      if (fill.defined()) fill = packed->PerToken(fill);
+    const bool all_tokens = packed != nullptr && n == packed->tokens();
+    if (all_tokens) m = packed->PerToken(m);
+    if (fill.defined() && mask.positional_fill) {
+      fill = all_tokens ? packed->Pack(fill) : fill.select(1, 0);
+    } else if (fill.defined() && all_tokens) {
+      fill = packed->PerToken(fill);
     }
     o = outputs.view({n, num_heads_, head_size_});
     m = m.unsqueeze(-1);  // [., H, 1]
@@ -210,7 +222,10 @@ torch::Tensor BertSelfAttentionImpl::MaskOutputs(
     o = outputs.view(
         {outputs.size(0), outputs.size(1), num_heads_, head_size_});
     m = m.view({m.size(0), 1, m.size(1), 1});
-    if (fill.defined()) fill = fill.unsqueeze(1);  // [B, 1, H, d]
+    if (fill.defined()) {
+      fill = mask.positional_fill ? fill.narrow(1, 0, outputs.size(1))
+                                  : fill.unsqueeze(1);  // [B, 1, H, d]
+    }
   }
   torch::Tensor out = o * m;
   if (fill.defined()) out = out + (1 - m) * fill;

@@ -71,10 +71,13 @@ struct LayerMask {
   // [B, H] mask values in [0, 1]; undefined: all heads kept (the
   // probabilities are then untouched).
   torch::Tensor values;
-  // [B, H, 1, d]: what ablated heads' outputs move to in kMean / kResample
-  // (zero for rows in other modes): o' = o + (1 - m) * output_fill, with o
-  // computed from the m-scaled probabilities. Needs `values`.
+  // [B, H, 1, d], or [B, H, T, d] per position: what ablated heads'
+  // outputs move to in kMean / kMeanByRole / kResample (zero for rows in
+  // other modes): o' = o + (1 - m) * output_fill, with o computed from the
+  // m-scaled probabilities. Needs `values`.
   torch::Tensor output_fill;
+  // output_fill is [B, H, T, d] (a value per position).
+  bool positional_fill = false;
   // Activation patching (activation_patch.h): where `patch_where` (bool
   // [B, H, T, 1]) is true the head output is replaced by `patch_values`
   // ([1, H, T, d]), exactly.
@@ -102,7 +105,8 @@ torch::Tensor ApplyHeadMask(const torch::Tensor& probs, const LayerMask& mask,
 // the mask applied to the outputs instead of the probabilities:
 //   zero:    o' = m * o
 //   uniform: o' = m * o + (1 - m) * (u @ V), u uniform over real tokens
-//   mean / resample: as the explicit path (LayerMask::output_fill, after).
+//   mean, mean_by_role, resample: as the explicit path
+//   (LayerMask::output_fill, after).
 // Equal to (ApplyHeadMask(p) @ V) by linearity; rounds differently. No
 // probabilities exist, so no dropout: eval mode only. c10::Error under
 // libtorch 1.x.

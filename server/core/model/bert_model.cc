@@ -43,27 +43,47 @@ struct BatchHeadMask {
   // [B, L, H] on the device in the compute dtype (nullptr rows all 1);
   // undefined when no row masks any head.
   torch::Tensor values;
-  // [B, L, H, d]: kMean / kResample rows' reference outputs (zeros for the
-  // other rows); undefined when no masked row is in those modes.
+  // [B, L, H, 1, d], or [B, L, H, T, d] when some row's fill differs by
+  // position: kMean / kMeanByRole / kResample rows' reference outputs
+  // (zeros for the other rows); undefined when no masked row is in those
+  // modes.
   torch::Tensor output_fill;
+  bool positional_fill = false;
   std::vector<bool> masked_layers;      // [L]: some row masks some head there
   std::vector<AblationMode> row_modes;  // [B]: kZero for rows without a mask
 };
 
-// Row r's reference outputs [L, H, d]: the mean, or draw `draw`'s example.
-torch::Tensor ReferenceOutputs(const HeadMask& mask, int draw) {
+// Row r's fill [T, L, H, d], position by position (positions past the
+// row's length take position 0's: padding is never read).
+torch::Tensor PositionalFill(const HeadMask& mask, const TokenLayout& layout,
+                             int draw, int64_t t, const torch::Device& device) {
   const HeadReference& ref = *mask.reference();
-  if (mask.mode() == AblationMode::kMean) return ref.mean;
-  const std::vector<int> order =
-      ResampleOrder(mask.draws().seed, static_cast<int>(ref.pooled.size(0)));
-  return ref.pooled[order[draw % order.size()]];
+  std::vector<int64_t> index(t, 0);
+  const torch::Tensor* table = &ref.role_means;
+  if (mask.mode() == AblationMode::kMeanByRole) {
+    for (int p = 0; p < layout.length && p < t; ++p) {
+      index[p] = static_cast<int64_t>(layout.RoleAt(p));
+    }
+    index.assign(index.begin(), index.end());
+  } else {
+    const int source = ResampleSource(ref, layout, mask.draws(), draw);
+    TORCH_CHECK(source >= 0, "no resample source for a row (unchecked)");
+    const std::vector<int64_t> rows =
+        ResampleTokenRows(ref, source, layout, mask.draws().alignment);
+    for (int64_t p = 0; p < t; ++p) {
+      index[p] = p < static_cast<int64_t>(rows.size()) ? rows[p] : rows[0];
+    }
+    table = &ref.token_outputs;
+  }
+  return table->index_select(
+      0, ToDevice(torch::tensor(index, torch::kLong), device));
 }
 
 // Which layers are masked comes from HeadMask::AffectedHeads on the host, so
 // the pass never reads a tensor back to learn it.
 BatchHeadMask MakeBatchHeadMask(const std::vector<const HeadMask*>& masks,
-                                const std::vector<int>& draws, int64_t rows,
-                                int layers, int heads, int head_size,
+                                const RowPositions* positions, int64_t rows,
+                                int64_t t, int layers, int heads, int head_size,
                                 const torch::Device& device,
                                 torch::ScalarType dtype) {
   BatchHeadMask out;
@@ -83,6 +103,13 @@ BatchHeadMask MakeBatchHeadMask(const std::vector<const HeadMask*>& masks,
       TORCH_CHECK(m->reference() != nullptr, "a head mask in mode ",
                   AblationModeName(m->mode()), " without reference statistics");
       any_fill = true;
+      if (ModeFillsByPosition(m->mode())) {
+        TORCH_CHECK(positions != nullptr &&
+                        static_cast<int64_t>(positions->layouts.size()) == rows,
+                    "a head mask in mode ", AblationModeName(m->mode()),
+                    " without the rows' token layouts");
+        out.positional_fill = true;
+      }
     }
   }
   if (!any) return out;  // no mask at all: the probabilities stay untouched
@@ -93,6 +120,7 @@ BatchHeadMask MakeBatchHeadMask(const std::vector<const HeadMask*>& masks,
   if (any_fill) {
     zeros = torch::zeros({layers, heads, head_size},
                          torch::TensorOptions().dtype(dtype).device(device));
+    if (out.positional_fill) zeros = zeros.unsqueeze(0).expand({t, -1, -1, -1});
   }
   for (int64_t r = 0; r < rows; ++r) {
     const HeadMask* m = masks[r];
@@ -101,14 +129,26 @@ BatchHeadMask MakeBatchHeadMask(const std::vector<const HeadMask*>& masks,
       out.row_modes[r] = m->mode();
     }
     if (!any_fill) continue;
-    if (m != nullptr && ModeNeedsReference(m->mode()) && !m->IsIdentity()) {
-      fills.push_back(ReferenceOutputs(*m, draws.empty() ? 0 : draws[r]));
-    } else {
+    if (m == nullptr || !ModeNeedsReference(m->mode()) || m->IsIdentity()) {
       fills.push_back(zeros);
+    } else if (ModeFillsByPosition(m->mode())) {
+      const int draw = positions->draws.empty() ? 0 : positions->draws.at(r);
+      fills.push_back(
+          PositionalFill(*m, positions->layouts[r], draw, t, device));
+    } else if (out.positional_fill) {
+      fills.push_back(
+          m->reference()->mean.unsqueeze(0).expand({t, -1, -1, -1}));
+    } else {
+      fills.push_back(m->reference()->mean);
     }
   }
   out.values = ToDevice(values.to(dtype), device);
-  if (any_fill) out.output_fill = torch::stack(fills);
+  if (any_fill) {
+    // [B, L, H, d] -> [B, L, H, 1, d]; [B, T, L, H, d] -> [B, L, H, T, d].
+    out.output_fill = out.positional_fill
+                          ? torch::stack(fills).permute({0, 2, 3, 1, 4})
+                          : torch::stack(fills).unsqueeze(3);
+  }
   return out;
 }
 
@@ -303,70 +343,7 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
     const std::vector<const HeadMask*>& masks, const ForwardOptions& options,
     const LayerStart& start, const torch::Tensor& mask_tensor,
     AblationMode mask_mode, const ActivationPatch* patch,
-    const torch::Tensor& mask_fill) {
-  // kResample rows run once per draw: row r becomes draws[r].count rows.
-  std::vector<int64_t> source;
-  std::vector<int> draws;
-  std::vector<const HeadMask*> expanded_masks;
-  bool expand = false;
-  for (size_t r = 0; r < masks.size(); ++r) {
-    const HeadMask* m = masks[r];
-    const int n =
-        m != nullptr && m->mode() == AblationMode::kResample && !m->IsIdentity()
-            ? std::max(1, m->draws().count)
-            : 1;
-    expand = expand || n > 1;
-    for (int k = 0; k < n; ++k) {
-      source.push_back(static_cast<int64_t>(r));
-      draws.push_back(k);
-      expanded_masks.push_back(m);
-    }
-  }
-  if (!expand) {
-    return RunRows(input_ids, token_type_ids, attention_mask, masks, draws,
-                   options, start, mask_tensor, mask_mode, patch, mask_fill);
-  }
-  TORCH_CHECK(patch == nullptr, "activation patches with resample draws");
-  const int64_t b = input_ids.size(0);
-  const torch::Tensor index =
-      ToDevice(torch::tensor(source, torch::kLong), input_ids.device());
-  auto pick = [&](const torch::Tensor& t) {
-    return t.defined() ? t.index_select(0, index) : t;
-  };
-  BertRunOutput wide =
-      RunRows(pick(input_ids), pick(token_type_ids), pick(attention_mask),
-              expanded_masks, draws, options,
-              LayerStart{pick(start.hidden), pick(start.head_outputs)},
-              mask_tensor, mask_mode, nullptr, mask_fill);
-  // The mean over each row's draws, added in draw order.
-  std::vector<float> count(b, 0.0f);
-  for (int64_t r : source) count[r] += 1.0f;
-  auto mean = [&](const torch::Tensor& t) {
-    std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
-    shape[0] = b;
-    std::vector<int64_t> count_shape(t.dim(), 1);
-    count_shape[0] = b;
-    const torch::Tensor n = ToDevice(torch::tensor(count, torch::kFloat)
-                                         .to(t.scalar_type())
-                                         .view(count_shape),
-                                     t.device());
-    return torch::zeros(shape, t.options()).index_add_(0, index, t) / n;
-  };
-  BertRunOutput out;
-  if (wide.logits.defined()) out.logits = mean(wide.logits);
-  for (auto& [l, t] : wide.attentions) out.attentions[l] = mean(t);
-  for (auto& [l, t] : wide.hidden) out.hidden[l] = mean(t);
-  for (auto& [l, t] : wide.head_outputs) out.head_outputs[l] = mean(t);
-  return out;
-}
-
-BertRunOutput BertForSequenceClassificationImpl::RunRows(
-    const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
-    const torch::Tensor& attention_mask,
-    const std::vector<const HeadMask*>& masks, const std::vector<int>& draws,
-    const ForwardOptions& options, const LayerStart& start,
-    const torch::Tensor& mask_tensor, AblationMode mask_mode,
-    const ActivationPatch* patch, const torch::Tensor& mask_fill) {
+    const torch::Tensor& mask_fill, const RowPositions* positions) {
   TORCH_CHECK(!options.compute_logits || has_classifier(),
               "compute_logits on a model without a classifier");
   const int64_t b = input_ids.size(0);
@@ -392,8 +369,9 @@ BertRunOutput BertForSequenceClassificationImpl::RunRows(
   context.extended_mask = (1 - mask) * LowestValue(dtype);
   TORCH_CHECK(!mask_tensor.defined() || masks.empty(),
               "mask_tensor and per-row head masks together");
-  TORCH_CHECK(!mask_tensor.defined() || mask_mode != AblationMode::kResample,
-              "mask_tensor in mode resample (no tensor form)");
+  TORCH_CHECK(!mask_tensor.defined() || !ModeFillsByPosition(mask_mode),
+              "mask_tensor in mode ", AblationModeName(mask_mode),
+              " (no tensor form)");
   TORCH_CHECK(
       !mask_tensor.defined() || mask_mode != AblationMode::kMean ||
           (mask_fill.defined() && mask_fill.dim() == 3 &&
@@ -404,12 +382,13 @@ BertRunOutput BertForSequenceClassificationImpl::RunRows(
       mask_tensor.defined()
           ? TensorHeadMask(mask_tensor, mask_mode, b, num_layers_, num_heads_,
                            dtype)
-          : MakeBatchHeadMask(masks, draws, b, num_layers_, num_heads_,
+          : MakeBatchHeadMask(masks, positions, b, t, num_layers_, num_heads_,
                               head_size_, input_ids.device(), dtype);
   if (mask_tensor.defined() && mask_mode == AblationMode::kMean) {
     head_mask.output_fill = mask_fill.to(input_ids.device(), dtype)
+                                .unsqueeze(2)
                                 .unsqueeze(0)
-                                .expand({b, -1, -1, -1});  // [B, L, H, d]
+                                .expand({b, -1, -1, -1, -1});  // [B,L,H,1,d]
   }
   if (head_mask.values.defined()) {
     context.fills = MakeAblationFills(head_mask.row_modes, mask);
@@ -461,8 +440,9 @@ BertRunOutput BertForSequenceClassificationImpl::RunRows(
     if (head_mask.masked_layers[l]) {
       layer_mask.values = head_mask.values.select(1, l);  // [B, H]
       if (head_mask.output_fill.defined()) {
-        layer_mask.output_fill =
-            head_mask.output_fill.select(1, l).unsqueeze(2);  // [B, H, 1, d]
+        // [B, H, 1, d], or [B, H, T, d] per position.
+        layer_mask.output_fill = head_mask.output_fill.select(1, l);
+        layer_mask.positional_fill = head_mask.positional_fill;
       }
     }
     patches.PatchHeads(l, &layer_mask);

@@ -31,6 +31,7 @@
 #include "server/core/model/activation_patch.h"
 #include "server/core/model/bert_layer.h"
 #include "server/core/model/forward_options.h"
+#include "server/core/model/head_reference.h"
 
 namespace bertology {
 
@@ -101,6 +102,14 @@ struct BertRunOutput {
   std::map<int, torch::Tensor> head_outputs;  // layer -> [B, T, D]
 };
 
+// What positional fills (kMeanByRole, kResample) need of each row, from
+// the host: its token layout, and for kResample which draw it runs (empty:
+// draw 0 for every row).
+struct RowPositions {
+  std::vector<TokenLayout> layouts;  // one per row
+  std::vector<int> draws;
+};
+
 // Where a pass resumes (ForwardOptions::start_layer), e.g. from what an
 // unmasked pass captured (capture_hidden, capture_head_outputs).
 struct LayerStart {
@@ -147,10 +156,11 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
   // above is unchanged by it. kZero, kUniform and kMean (with `mask_fill`,
   // below).
   //
-  // Masks in kMean / kResample need their reference (HeadMask::reference,
-  // on this device in the compute dtype). A kResample row with n draws runs
-  // as n rows, one per draw; its outputs (logits, attentions, hidden, head
-  // outputs) are the mean over its draws.
+  // Masks in kMean / kMeanByRole / kResample need their reference
+  // (HeadMask::reference, on this device in the compute dtype); the last
+  // two also `positions` (each row's token layout, and its resample draw),
+  // whose fills (head_reference.h) the caller checked fit
+  // (CheckReferenceFits).
   //
   // `patch` (when not null; no masks then) patches each row's sites with
   // the source run's activations (activation_patch.h).
@@ -172,24 +182,14 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
                     const torch::Tensor& mask_tensor = torch::Tensor(),
                     AblationMode mask_mode = AblationMode::kZero,
                     const ActivationPatch* patch = nullptr,
-                    const torch::Tensor& mask_fill = torch::Tensor());
+                    const torch::Tensor& mask_fill = torch::Tensor(),
+                    const RowPositions* positions = nullptr);
 
   BertModel bert{nullptr};
   torch::nn::Dropout dropout{nullptr};
   torch::nn::Linear classifier{nullptr};  // null without a classifier
 
  private:
-  // Run after the resample expansion: row r is draw `draws[r]` of its mask
-  // (empty: every row draw 0).
-  BertRunOutput RunRows(const torch::Tensor& input_ids,
-                        const torch::Tensor& token_type_ids,
-                        const torch::Tensor& attention_mask,
-                        const std::vector<const HeadMask*>& masks,
-                        const std::vector<int>& draws,
-                        const ForwardOptions& options, const LayerStart& start,
-                        const torch::Tensor& mask_tensor,
-                        AblationMode mask_mode, const ActivationPatch* patch,
-                        const torch::Tensor& mask_fill);
   int num_layers_;
   int num_heads_;
   int head_size_;

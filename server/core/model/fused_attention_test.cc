@@ -42,12 +42,8 @@ class FusedAttentionTest : public golden::InterventionsFixture {
     }
   }
 
-  static ModelInput Inputs() {
-    const json& in = (*golden_)["inputs"];
-    return ModelInput{golden::ToTensor(in["input_ids"], torch::kLong),
-                      golden::ToTensor(in["token_type_ids"], torch::kLong),
-                      golden::ToTensor(in["attention_mask"], torch::kLong)};
-  }
+  // The golden inputs with their token layouts, every row at draw 0.
+  static ModelInput Inputs() { return golden::GoldenInput(*model_, *golden_); }
 
   static TensorOutput Run(const std::vector<HeadMask>& masks,
                           AttentionKernel kernel,
@@ -116,8 +112,9 @@ TEST(FusedAttentionAvailabilityTest, FollowsTheLibtorchVersion) {
 }
 
 TEST_F(FusedAttentionTest, EveryModeMatchesTheExplicitPath) {
-  for (AblationMode mode : {AblationMode::kZero, AblationMode::kUniform,
-                            AblationMode::kMean, AblationMode::kResample}) {
+  for (AblationMode mode :
+       {AblationMode::kZero, AblationMode::kUniform, AblationMode::kMean,
+        AblationMode::kMeanByRole, AblationMode::kResample}) {
     for (bool fractional : {false, true}) {
       for (bool pack : {false, true}) {
         SCOPED_TRACE(std::string(AblationModeName(mode)) +
@@ -146,7 +143,7 @@ TEST_F(FusedAttentionTest, MatchesTheFloat64Goldens) {
       masks.push_back(golden::InterventionMask(c, r, *stats_));
     }
     EXPECT_LT(golden::MaxAbsDiff(Run(masks, AttentionKernel::kFused).logits,
-                                 golden::ToTensor(c["logits"], torch::kDouble)),
+                                 golden::CaseLogits(c, 0)),
               kGoldenTol)
         << c["name"];
   }
@@ -156,7 +153,7 @@ TEST_F(FusedAttentionTest, RowsInDifferentModesShareAPass) {
   std::vector<HeadMask> masks = {Masks(AblationMode::kUniform, true, 3)[0],
                                  Masks(AblationMode::kMean, false, 4)[1],
                                  Masks(AblationMode::kResample, true, 5)[2],
-                                 Masks(AblationMode::kZero, true, 6)[3]};
+                                 Masks(AblationMode::kMeanByRole, true, 6)[3]};
   EXPECT_LT(golden::MaxAbsDiff(Run(masks, AttentionKernel::kExplicit).logits,
                                Run(masks, AttentionKernel::kFused).logits),
             kPathTol);

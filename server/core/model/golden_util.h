@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -18,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model.h"
+#include "server/core/model/model_tensors.h"
 #include "server/core/tokenizer/tokenizer.h"
 
 namespace bertology {
@@ -104,8 +106,8 @@ inline std::shared_ptr<const HeadReference> ReferenceStats(
 }
 
 // Row `row` of an ablation case of interventions.golden.json (a 3 x 4
-// mask in the case's mode, "mean", "resample" or "zero") reading `stats`
-// with the case's draws.
+// mask in the case's mode, "mean", "mean_by_role", "resample" or "zero")
+// reading `stats` with the case's draws and alignment.
 inline HeadMask InterventionMask(
     const nlohmann::json& c, size_t row,
     const std::shared_ptr<const HeadReference>& stats) {
@@ -114,14 +116,47 @@ inline HeadMask InterventionMask(
     for (const nlohmann::json& v : layer) values.push_back(v.get<float>());
   }
   const std::string mode = c["mode"];
-  auto mask = HeadMask::Dense(3, 4, values,
-                              mode == "mean"       ? AblationMode::kMean
-                              : mode == "resample" ? AblationMode::kResample
-                                                   : AblationMode::kZero);
+  auto mask =
+      HeadMask::Dense(3, 4, values,
+                      mode == "mean"           ? AblationMode::kMean
+                      : mode == "mean_by_role" ? AblationMode::kMeanByRole
+                      : mode == "resample"     ? AblationMode::kResample
+                                               : AblationMode::kZero);
   EXPECT_TRUE(mask.ok()) << mask.status();
-  mask->set_reference(
-      stats, ResampleDraws{c["draws"].get<int>(), c["seed"].get<uint64_t>()});
+  ResampleDraws draws{std::max(1, c["draws"].get<int>()),
+                      c["seed"].get<uint64_t>()};
+  if (c.value("alignment", "") == "scaled") {
+    draws.alignment = ResampleAlignment::kScaled;
+  }
+  mask->set_reference(stats, draws);
   return *mask;
+}
+
+// An ablation case's expected logits [N, C]: its "logits", or for a
+// resample case draw `draw`'s.
+inline torch::Tensor CaseLogits(const nlohmann::json& c, int draw = 0) {
+  return ToTensor(
+      c.contains("draw_logits") ? c["draw_logits"][draw] : c["logits"],
+      torch::kDouble);
+}
+
+// `golden["inputs"]` (padded ids, types and mask) as a batch of `model`,
+// with the rows' token layouts (MakeBatch), every row at draw `draw`.
+inline ModelInput GoldenInput(const Model& model, const nlohmann::json& golden,
+                              int draw = 0) {
+  const nlohmann::json& in = golden["inputs"];
+  std::vector<Encoding> encodings;
+  for (size_t r = 0; r < in["input_ids"].size(); ++r) {
+    encodings.push_back(EncodingOf(in["input_ids"][r], in["token_type_ids"][r],
+                                   in["attention_mask"][r]));
+  }
+  std::vector<const Encoding*> ptrs;
+  for (const Encoding& e : encodings) ptrs.push_back(&e);
+  auto input = model.MakeBatch(ptrs);
+  EXPECT_TRUE(input.ok()) << input.status();
+  if (!input.ok()) return ModelInput();
+  input->draws.assign(encodings.size(), draw);
+  return *input;
 }
 
 // A fixture: the tiny golden model (tests/golden/tiny-bert-cls, CPU F32),

@@ -237,6 +237,10 @@ absl::StatusOr<ModelInput> Model::MakeBatch(
     ModelInput input{ToDevice(ids, device), ToDevice(types, device),
                      ToDevice(mask, device), torch::Tensor()};
     input.ranges_checked = true;
+    input.layouts.reserve(encodings.size());
+    for (const Encoding* e : encodings) {
+      input.layouts.push_back(TokenLayout::Of(*e));
+    }
     return input;
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("MakeBatch: ", e.what()));
@@ -266,8 +270,9 @@ absl::Status Model::CheckHeadMask(const HeadMask& mask,
                                       config_.num_attention_heads,
                                       config_.head_size()};
   if (!ref->mean.defined() || !ref->mean.sizes().equals(shape) ||
-      !ref->pooled.defined() || ref->pooled.dim() != 4 ||
-      ref->pooled.size(0) == 0 || ref->mean.device() != placement_->device ||
+      !ref->role_means.defined() || ref->role_means.dim() != 4 ||
+      ref->role_means.size(0) != kNumTokenRoles ||
+      ref->mean.device() != placement_->device ||
       ref->mean.scalar_type() != placement_->dtype) {
     return absl::InvalidArgumentError(absl::StrCat(
         field, "'s reference statistics ", ref->id,

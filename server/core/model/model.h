@@ -62,6 +62,9 @@ struct FloatArray {
 struct ModelRow {
   const Encoding* encoding = nullptr;
   const HeadMask* mask = nullptr;  // nullptr: all heads kept
+  // A mask in kResample: which of its draws this row runs, in [0,
+  // mask->draws().count). The caller averages its metric over the draws.
+  int draw = 0;
 };
 
 // Model::Forward's results, float32. B rows, T positions (the longest row).

@@ -223,10 +223,32 @@ absl::Status Model::CheckForward(const ModelInput& input,
                        d, "] and [", num_layers + 1, ", ", t, ", ", d, "]"));
     }
   }
+  if (!input.draws.empty() && static_cast<int64_t>(input.draws.size()) != b) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "draws has ", input.draws.size(), " entries for ", b, " rows"));
+  }
   for (size_t r = 0; r < masks.size(); ++r) {
     if (masks[r] == nullptr) continue;
-    RETURN_IF_ERROR(
-        CheckHeadMask(*masks[r], absl::StrCat("rows[", r, "].mask")));
+    const std::string field = absl::StrCat("rows[", r, "].mask");
+    RETURN_IF_ERROR(CheckHeadMask(*masks[r], field));
+    if (ModeFillsByPosition(masks[r]->mode()) && !masks[r]->IsIdentity()) {
+      if (static_cast<int64_t>(input.layouts.size()) != b) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            field, " in mode ", AblationModeName(masks[r]->mode()),
+            " needs each row's token layout (ModelInput::layouts, set by "
+            "MakeBatch)"));
+      }
+      const int draw = input.draws.empty() ? 0 : input.draws[r];
+      if (masks[r]->mode() == AblationMode::kResample &&
+          (draw < 0 || draw >= masks[r]->draws().count)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("rows[", r, "].draw=", draw, " out of range [0, ",
+                         masks[r]->draws().count, ")"));
+      }
+      RETURN_IF_ERROR(CheckReferenceFits(*masks[r]->reference(),
+                                         input.layouts[r], masks[r]->mode(),
+                                         masks[r]->draws(), field));
+    }
     // Layers below start_layer are not run (their output is start_hidden),
     // so a mask there would be silently ignored.
     for (const LayerHead& lh : masks[r]->AffectedHeads()) {
@@ -260,11 +282,15 @@ absl::StatusOr<ForwardOutput> Model::Forward(
     masks.push_back(rows[r].mask);
   }
   ASSIGN_OR_RETURN(ModelInput input, MakeBatch(encodings));
+  for (const ModelRow& row : rows) input.draws.push_back(row.draw);
   return CatchTorch([&]() -> absl::StatusOr<ForwardOutput> {
     const ForwardOptions resolved = Resolved(options);
     RETURN_IF_ERROR(CheckForward(input, masks, resolved));
-    BertRunOutput out = module_->Run(input.input_ids, input.token_type_ids,
-                                     input.attention_mask, masks, resolved);
+    const RowPositions positions{input.layouts, input.draws};
+    BertRunOutput out = module_->Run(
+        input.input_ids, input.token_type_ids, input.attention_mask, masks,
+        resolved, LayerStart(), torch::Tensor(), AblationMode::kZero,
+        /*patch=*/nullptr, torch::Tensor(), &positions);
     ForwardOutput result;
     if (out.logits.defined()) result.logits = ToFloatArray(out.logits);
     for (const auto& [layer, probs] : out.attentions) {
@@ -286,10 +312,11 @@ absl::StatusOr<TensorOutput> Model::ForwardTensors(
     };
     start.hidden = place(input.start_hidden);
     start.head_outputs = place(input.start_head_outputs);
-    BertRunOutput out =
-        module_->Run(input.input_ids, input.token_type_ids,
-                     input.attention_mask, masks, resolved, start,
-                     torch::Tensor(), AblationMode::kZero, input.patch.get());
+    const RowPositions positions{input.layouts, input.draws};
+    BertRunOutput out = module_->Run(
+        input.input_ids, input.token_type_ids, input.attention_mask, masks,
+        resolved, start, torch::Tensor(), AblationMode::kZero,
+        input.patch.get(), torch::Tensor(), &positions);
     TensorOutput result;
     if (out.logits.defined()) {
       result.logits = out.logits.to(torch::kCPU, torch::kFloat);
@@ -327,9 +354,10 @@ absl::StatusOr<TensorOutput> Model::ForwardWithGrad(
         "mask must be a float [", layers, ", ", heads, "] or [B, ", layers,
         ", ", heads, "] tensor, got ", m.defined() ? Shape(m) : "undefined"));
   }
-  if (mask.mode == AblationMode::kResample) {
-    return absl::InvalidArgumentError(
-        "a mask tensor in mode resample: its draws have no gradient form");
+  if (ModeFillsByPosition(mask.mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a mask tensor in mode ", AblationModeName(mask.mode),
+        ": only zero, uniform and mean have a gradient form here"));
   }
   torch::Tensor fill;
   if (mask.mode == AblationMode::kMean) {

@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/core/model/activation_patch.h"
+#include "server/core/model/head_reference.h"
 #include "server/core/model/model.h"
 
 namespace bertology {
@@ -39,6 +41,11 @@ struct ModelInput {
   // source's activations on the model's device in the compute dtype. Null:
   // nothing patched. Not with masks.
   std::shared_ptr<const ActivationPatch> patch;
+  // Each row's token layout (Model::MakeBatch sets them from the
+  // encodings): what kMeanByRole and kResample fill position by position.
+  std::vector<TokenLayout> layouts;
+  // kResample rows: the draw each row runs (empty: draw 0 for every row).
+  std::vector<int> draws;
   // Set by Model::MakeBatch, which checks the ids' ranges on the host;
   // otherwise ForwardTensors checks the tensors (a device sync on CUDA).
   bool ranges_checked = false;
@@ -75,7 +82,8 @@ struct TensorOutput {
 
 // A head mask as a tensor (Model::ForwardWithGrad): every row of the batch
 // in `mode`, every layer masked by `values`. kZero, kUniform, or kMean with
-// `reference` (its per-head means; kResample has no tensor form).
+// `reference` (its per-head means; kMeanByRole and kResample have no tensor
+// form).
 struct HeadMaskTensor {
   torch::Tensor values;  // [B, L, H] or [L, H], float, on any device
   AblationMode mode = AblationMode::kZero;

@@ -95,6 +95,15 @@ absl::StatusOr<SegmentationExample> MakeSegmentationExample(
   return ex;
 }
 
+CharPrediction PredictFromArgmax(const SegmentationExample& ex,
+                                 const SegmentChar& c, int j) {
+  if (j >= 0 && j < ex.length && ex.is_sep[j]) return CharPrediction::kWordEnd;
+  if (j == c.position + 1 && c.next_is_char) {
+    return CharPrediction::kWordInternal;
+  }
+  return CharPrediction::kNone;
+}
+
 std::vector<CharPrediction> PredictCharacters(const SegmentationExample& ex,
                                               const float* map,
                                               int64_t padded) {
@@ -107,24 +116,39 @@ std::vector<CharPrediction> PredictCharacters(const SegmentationExample& ex,
     for (int j = 1; j < ex.length; ++j) {
       if (row[j] > row[best]) best = j;
     }
-    if (ex.is_sep[best]) {
-      out.push_back(CharPrediction::kWordEnd);
-    } else if (best == c.position + 1 && c.next_is_char) {
-      out.push_back(CharPrediction::kWordInternal);
-    } else {
-      out.push_back(CharPrediction::kNone);
-    }
+    out.push_back(PredictFromArgmax(ex, c, best));
   }
   return out;
+}
+
+std::vector<CharPrediction> PredictAlwaysNext(const SegmentationExample& ex) {
+  std::vector<CharPrediction> out;
+  out.reserve(ex.chars.size());
+  for (const SegmentChar& c : ex.chars) {
+    out.push_back(PredictFromArgmax(ex, c, c.position + 1));
+  }
+  return out;
+}
+
+std::vector<CharPrediction> PredictAlwaysSep(const SegmentationExample& ex) {
+  return std::vector<CharPrediction>(ex.chars.size(), CharPrediction::kWordEnd);
+}
+
+bool SegmentationAccumulator::Counts::Add(bool gold_end, CharPrediction p) {
+  const bool end = p == CharPrediction::kWordEnd;
+  tp += gold_end && end;
+  fp += !gold_end && end;
+  fn += gold_end && !end;
+  const bool right = gold_end ? end : p == CharPrediction::kWordInternal;
+  correct += right;
+  internal_right += !gold_end && right;
+  return right;
 }
 
 SegmentationAccumulator::SegmentationAccumulator(int num_layers, int num_heads)
     : layers_(num_layers),
       heads_(num_heads),
-      tp_(num_layers * num_heads),
-      fp_(num_layers * num_heads),
-      fn_(num_layers * num_heads),
-      correct_(num_layers * num_heads) {}
+      counts_(static_cast<size_t>(num_layers) * num_heads) {}
 
 absl::Status SegmentationAccumulator::Add(
     const SegmentationExample& ex, const std::vector<const float*>& maps,
@@ -147,23 +171,58 @@ absl::Status SegmentationAccumulator::Add(
       std::vector<CharPrediction> p =
           PredictCharacters(ex, maps[l] + h * padded * padded, padded);
       for (size_t c = 0; c < ex.chars.size(); ++c) {
-        const bool gold = ex.chars[c].gold_end;
-        const bool end = p[c] == CharPrediction::kWordEnd;
-        tp_[k] += gold && end;
-        fp_[k] += !gold && end;
-        fn_[k] += gold && !end;
-        const bool right = gold ? end : p[c] == CharPrediction::kWordInternal;
-        correct_[k] += right;
-        right_[base + c * n + k] = right;
+        right_[base + c * n + k] = counts_[k].Add(ex.chars[c].gold_end, p[c]);
       }
       if (predictions != nullptr) (*predictions)[k] = std::move(p);
     }
   }
-  for (const SegmentChar& c : ex.chars) gold_ends_ += c.gold_end;
+  const std::vector<CharPrediction> next = PredictAlwaysNext(ex);
+  const std::vector<CharPrediction> sep = PredictAlwaysSep(ex);
+  for (size_t c = 0; c < ex.chars.size(); ++c) {
+    const bool gold = ex.chars[c].gold_end;
+    const bool a = always_next_.Add(gold, next[c]);
+    const bool b = always_sep_.Add(gold, sep[c]);
+    baselines_right_ += a || b;
+    gold_ends_ += gold;
+  }
   characters_ += static_cast<int64_t>(ex.chars.size());
   skipped_ += ex.skipped_pieces;
   ++examples_;
   return absl::OkStatus();
+}
+
+SegmentScore SegmentationAccumulator::Score(const Counts& c) const {
+  SegmentScore s;
+  const int64_t tn = characters_ - c.tp - c.fp - c.fn;
+  const int64_t gold_internal = characters_ - gold_ends_;
+  s.true_ends = c.tp;
+  s.predicted_ends = c.tp + c.fp;
+  s.correct = c.correct;
+  s.precision = Ratio(c.tp, c.tp + c.fp);
+  s.recall = Ratio(c.tp, c.tp + c.fn);
+  s.f1 = Ratio(2 * c.tp, 2 * c.tp + c.fp + c.fn);
+  s.accuracy = Ratio(c.correct, characters_);
+  // Matthews correlation of end / not end; the four factors in double (the
+  // product of four counts overflows int64 from about 55k characters).
+  const double tp = static_cast<double>(c.tp), fp = static_cast<double>(c.fp),
+               fn = static_cast<double>(c.fn), tnd = static_cast<double>(tn);
+  const double den = (tp + fp) * (tp + fn) * (tnd + fp) * (tnd + fn);
+  s.mcc = characters_ == 0 ? kNaN
+          : den == 0       ? 0.0
+                           : (tp * tnd - fp * fn) / std::sqrt(den);
+  // The mean of the per-gold-class accuracies over the classes present.
+  double sum = 0;
+  int classes = 0;
+  if (gold_ends_ > 0) {
+    sum += static_cast<double>(c.tp) / gold_ends_;
+    ++classes;
+  }
+  if (gold_internal > 0) {
+    sum += static_cast<double>(c.internal_right) / gold_internal;
+    ++classes;
+  }
+  s.balanced_accuracy = classes == 0 ? kNaN : sum / classes;
+  return s;
 }
 
 SegmentationScores SegmentationAccumulator::Result(int top_k) const {
@@ -175,22 +234,29 @@ SegmentationScores SegmentationAccumulator::Result(int top_k) const {
   s.characters = characters_;
   s.gold_ends = gold_ends_;
   s.skipped_pieces = skipped_;
-  s.true_ends = tp_;
-  s.correct = correct_;
   for (int k = 0; k < n; ++k) {
-    s.predicted_ends.push_back(tp_[k] + fp_[k]);
-    s.precision.push_back(Ratio(tp_[k], tp_[k] + fp_[k]));
-    s.recall.push_back(Ratio(tp_[k], tp_[k] + fn_[k]));
-    s.f1.push_back(Ratio(2 * tp_[k], 2 * tp_[k] + fp_[k] + fn_[k]));
-    s.accuracy.push_back(Ratio(correct_[k], characters_));
+    const SegmentScore h = Score(counts_[k]);
+    s.true_ends.push_back(h.true_ends);
+    s.predicted_ends.push_back(h.predicted_ends);
+    s.correct.push_back(h.correct);
+    s.precision.push_back(h.precision);
+    s.recall.push_back(h.recall);
+    s.f1.push_back(h.f1);
+    s.accuracy.push_back(h.accuracy);
+    s.mcc.push_back(h.mcc);
+    s.balanced_accuracy.push_back(h.balanced_accuracy);
   }
+  s.always_next = Score(always_next_);
+  s.always_sep = Score(always_sep_);
+  s.oracle_baselines = Ratio(baselines_right_, characters_);
   s.ranking.resize(n);
   std::iota(s.ranking.begin(), s.ranking.end(), 0);
-  // NaN sorts as -1 (below every defined score).
-  auto key = [](double v) { return std::isnan(v) ? -1.0 : v; };
+  // NaN sorts below every defined score (MCC is in [-1, 1], balanced
+  // accuracy in [0, 1]).
+  auto key = [](double v) { return std::isnan(v) ? -2.0 : v; };
   std::stable_sort(s.ranking.begin(), s.ranking.end(), [&](int x, int y) {
-    if (key(s.f1[x]) != key(s.f1[y])) return key(s.f1[x]) > key(s.f1[y]);
-    return key(s.accuracy[x]) > key(s.accuracy[y]);
+    if (key(s.mcc[x]) != key(s.mcc[y])) return key(s.mcc[x]) > key(s.mcc[y]);
+    return key(s.balanced_accuracy[x]) > key(s.balanced_accuracy[y]);
   });
   s.top_k = std::clamp(top_k, 1, std::max(1, n));
   int64_t any_all = 0, any_top = 0;

@@ -17,9 +17,36 @@
 // Gold: the last character of each word is a word end, the others are
 // word-internal. Per head: precision, recall and F1 of WORD END over the
 // scored characters; accuracy = the share of characters whose prediction
-// is their gold class (NO PREDICTION is always wrong). Oracle: the share of
-// characters for which at least one head (of all heads, or of the top k by
-// F1) is right.
+// is their gold class (NO PREDICTION is always wrong).
+//
+// Scored against chance. Accuracy and F1 reward trivial heads: on the
+// shipped model a head that always attends to the next character scores
+// 66% accuracy (more than any real head), and one that always attends to
+// [SEP] has the best F1 (0.60). So every result carries:
+//   - two trivial baselines, scored by the same scorer on the same
+//     characters: ALWAYS-NEXT (the rule applied as if every argmax were
+//     i + 1: WORD INTERNAL where token i + 1 is a character of the same
+//     segment, WORD END where it is a [SEP], else NO PREDICTION) and
+//     ALWAYS-[SEP] (WORD END for every character);
+//   - chance-corrected scores per head (and per baseline):
+//       MCC   Matthews correlation of "word end" against "not a word end"
+//             (WORD INTERNAL and NO PREDICTION both count as "not"):
+//             (tp tn - fp fn) / sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)); 0 where
+//             a factor under the root is 0 (a constant prediction, or gold
+//             of one class, correlates with nothing: ALWAYS-[SEP] scores
+//             0), NaN without characters;
+//       balanced accuracy  the class-balanced form of accuracy: the mean,
+//             over the gold classes present (word end, word internal), of
+//             the share of that class's characters predicted right (NO
+//             PREDICTION still wrong); 0.5 for ALWAYS-[SEP];
+//   - heads ranked by MCC (not F1): MCC descending, then balanced accuracy
+//     descending, then head index (l * heads + h) ascending; NaN sorts
+//     below every number;
+//   - the oracle (the share of characters for which at least one head, of
+//     all heads or of the top k by that ranking, is right) beside the same
+//     oracle over the two trivial baselines alone, which is 1 whenever
+//     every piece is one character and nothing is truncated: a high
+//     oracle over many heads says nothing unless it beats that.
 #ifndef BERTOLOGY_CORE_SEGMENT_WORD_SEGMENTATION_H_
 #define BERTOLOGY_CORE_SEGMENT_WORD_SEGMENTATION_H_
 
@@ -62,10 +89,30 @@ absl::StatusOr<SegmentationExample> MakeSegmentationExample(
     const Encoding& encoding, const std::vector<std::string>& words_a,
     const std::vector<std::string>& words_b);
 
+// The rule above for character `c` of `ex` when the argmax is token `j`.
+CharPrediction PredictFromArgmax(const SegmentationExample& ex,
+                                 const SegmentChar& c, int j);
+
 // The rule above for one head: `map` is its [padded x padded] row-major
 // map, the example's tokens first. One prediction per example.chars.
 std::vector<CharPrediction> PredictCharacters(const SegmentationExample& ex,
                                               const float* map, int64_t padded);
+
+// The trivial baselines' predictions for `ex`, one per example.chars:
+// ALWAYS-NEXT is PredictFromArgmax(ex, c, c.position + 1); ALWAYS-[SEP] is
+// WORD END everywhere.
+std::vector<CharPrediction> PredictAlwaysNext(const SegmentationExample& ex);
+std::vector<CharPrediction> PredictAlwaysSep(const SegmentationExample& ex);
+
+// One predictor's scores (a head's, or a baseline's).
+struct SegmentScore {
+  int64_t true_ends = 0, predicted_ends = 0, correct = 0;
+  // precision NaN where no end is predicted; recall NaN without gold ends;
+  // F1 = 2tp / (2tp + fp + fn), NaN when that is 0/0; accuracy NaN without
+  // characters; MCC and balanced accuracy as the header says.
+  double precision = 0, recall = 0, f1 = 0, accuracy = 0;
+  double mcc = 0, balanced_accuracy = 0;
+};
 
 struct SegmentationScores {
   int num_layers = 0, num_heads = 0;
@@ -73,16 +120,18 @@ struct SegmentationScores {
   int64_t characters = 0, gold_ends = 0, skipped_pieces = 0;
   // Row-major [layers x heads].
   std::vector<int64_t> true_ends, predicted_ends, correct;
-  // precision NaN where a head predicts no end; recall NaN without gold
-  // ends; F1 = 2tp / (2tp + fp + fn), NaN when that is 0/0; accuracy NaN
-  // without characters.
   std::vector<double> precision, recall, f1, accuracy;
-  // Head indices (l * heads + h) by F1 descending, then accuracy
-  // descending, then index ascending (NaN last); all heads.
+  std::vector<double> mcc, balanced_accuracy;
+  // Head indices (l * heads + h) by MCC descending, then balanced accuracy
+  // descending, then index ascending (NaN below every number); all heads.
   std::vector<int> ranking;
   double oracle_all = 0;  // share of characters some head gets right
   double oracle_top = 0;  // the same over ranking's first top_k heads
   int top_k = 0;
+  // The trivial baselines on the same characters, and the share of
+  // characters at least one of the two gets right (the oracle's yardstick).
+  SegmentScore always_next, always_sep;
+  double oracle_baselines = 0;
 };
 
 // Accumulates examples; keeps one bit per (character, head) so the oracle
@@ -102,10 +151,20 @@ class SegmentationAccumulator {
   SegmentationScores Result(int top_k) const;
 
  private:
+  // Counts of one predictor.
+  struct Counts {
+    int64_t tp = 0, fp = 0, fn = 0, correct = 0, internal_right = 0;
+    // Adds one character; returns whether the prediction is right.
+    bool Add(bool gold_end, CharPrediction p);
+  };
+  SegmentScore Score(const Counts& c) const;
+
   int layers_, heads_;
   int examples_ = 0;
   int64_t gold_ends_ = 0, skipped_ = 0;
-  std::vector<int64_t> tp_, fp_, fn_, correct_;
+  std::vector<Counts> counts_;  // per head
+  Counts always_next_, always_sep_;
+  int64_t baselines_right_ = 0;  // characters either baseline gets right
   // right_[c * layers * heads + k]: head k right on character c.
   std::vector<bool> right_;
   int64_t characters_ = 0;

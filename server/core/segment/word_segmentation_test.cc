@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -110,6 +111,10 @@ TEST(SegmentationAccumulatorTest, PerfectAndNeverHeads) {
   EXPECT_DOUBLE_EQ(s.recall[1], 0.0);
   EXPECT_DOUBLE_EQ(s.f1[1], 0.0);
   EXPECT_DOUBLE_EQ(s.accuracy[1], 0.0);
+  EXPECT_DOUBLE_EQ(s.mcc[0], 1.0);
+  EXPECT_DOUBLE_EQ(s.balanced_accuracy[0], 1.0);
+  EXPECT_DOUBLE_EQ(s.mcc[1], 0.0);  // predicts no end at all
+  EXPECT_DOUBLE_EQ(s.balanced_accuracy[1], 0.0);
   EXPECT_EQ(s.ranking, (std::vector<int>{0, 1}));
   EXPECT_DOUBLE_EQ(s.oracle_all, 1.0);
   EXPECT_DOUBLE_EQ(s.oracle_top, 1.0);
@@ -140,6 +145,149 @@ TEST(SegmentationAccumulatorTest, NextTokenHeadAndOracle) {
   EXPECT_EQ(s.ranking, (std::vector<int>{0, 1}));
   EXPECT_DOUBLE_EQ(s.oracle_top, 4.0 / 5);  // the next-token head alone
   EXPECT_DOUBLE_EQ(s.oracle_all, 1.0);      // b is right under the sep head
+  // ... which the two trivial heads reach by themselves: these two heads
+  // are the baselines, and their oracle is reported beside it.
+  EXPECT_DOUBLE_EQ(s.oracle_baselines, 1.0);
+  EXPECT_EQ(s.always_next.correct, s.correct[0]);
+  EXPECT_EQ(s.always_sep.correct, s.correct[1]);
+}
+
+// The baselines are the rule applied to a planted next-token map and a
+// planted all-[SEP] map, scored by the same scorer on the same characters:
+// every number equals those heads' own.
+TEST(SegmentationAccumulatorTest, BaselinesAreTheTrivialHeadsScoredAlike) {
+  auto ex = MakeSegmentationExample(PairEncoding(), {"ab", "c"}, {"de"});
+  ASSERT_TRUE(ex.ok());
+  const std::vector<float> next = OneHot(8, {1, 2, 3, 4, 5, 6, 7, 7});
+  const std::vector<float> sep = OneHot(8, {7, 7, 7, 7, 7, 7, 7, 7});
+  EXPECT_EQ(PredictAlwaysNext(*ex), PredictCharacters(*ex, next.data(), 8));
+  EXPECT_EQ(PredictAlwaysSep(*ex), PredictCharacters(*ex, sep.data(), 8));
+  SegmentationAccumulator acc(2, 1);
+  // Two examples, so the sums run over examples too.
+  ASSERT_TRUE(acc.Add(*ex, {next.data(), sep.data()}, 8).ok());
+  ASSERT_TRUE(acc.Add(*ex, {next.data(), sep.data()}, 8).ok());
+  const SegmentationScores s = acc.Result(2);
+  for (const auto& [k, b] :
+       {std::pair<int, const SegmentScore*>{0, &s.always_next},
+        {1, &s.always_sep}}) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(b->true_ends, s.true_ends[k]);
+    EXPECT_EQ(b->predicted_ends, s.predicted_ends[k]);
+    EXPECT_EQ(b->correct, s.correct[k]);
+    EXPECT_DOUBLE_EQ(b->precision, s.precision[k]);
+    EXPECT_DOUBLE_EQ(b->recall, s.recall[k]);
+    EXPECT_DOUBLE_EQ(b->f1, s.f1[k]);
+    EXPECT_DOUBLE_EQ(b->accuracy, s.accuracy[k]);
+    EXPECT_DOUBLE_EQ(b->mcc, s.mcc[k]);
+    EXPECT_DOUBLE_EQ(b->balanced_accuracy, s.balanced_accuracy[k]);
+  }
+  // always-next: tp 2, fp 0, fn 1, tn 2 per example (b is a gold end
+  // followed by a character: "internal", wrong).
+  EXPECT_DOUBLE_EQ(s.always_next.mcc,
+                   (4.0 * 4 - 0) / std::sqrt(4.0 * 6 * 4 * 6));
+  EXPECT_DOUBLE_EQ(s.always_next.balanced_accuracy, (2.0 / 3 + 1.0) / 2);
+  // always-[SEP]: a constant prediction correlates with nothing; half of
+  // the two gold classes is right.
+  EXPECT_DOUBLE_EQ(s.always_sep.mcc, 0.0);
+  EXPECT_DOUBLE_EQ(s.always_sep.balanced_accuracy, 0.5);
+  EXPECT_DOUBLE_EQ(s.always_sep.recall, 1.0);
+}
+
+// The reviewer's case in small: the all-[SEP] head has the best F1 (0.75)
+// and would top an F1 ranking; a head that finds one word end and every
+// internal character has a lower F1 (0.5) but a positive MCC, and ranks
+// first. The view's head and best_heads follow this ranking.
+TEST(SegmentationAccumulatorTest, RanksByMccNotF1) {
+  auto ex = MakeSegmentationExample(PairEncoding(), {"ab", "c"}, {"de"});
+  ASSERT_TRUE(ex.ok());
+  const std::vector<float> sep = OneHot(8, {4, 4, 4, 4, 4, 4, 4, 4});
+  // a -> b (internal, right), b -> [CLS] (none; gold end), c -> [SEP]
+  // (end, right), d -> e (internal, right), e -> [CLS] (none; gold end).
+  const std::vector<float> some = OneHot(8, {0, 2, 0, 4, 0, 6, 0, 0});
+  SegmentationAccumulator acc(1, 2);
+  std::vector<float> layer(sep);
+  layer.insert(layer.end(), some.begin(), some.end());
+  ASSERT_TRUE(acc.Add(*ex, {layer.data()}, 8).ok());
+  const SegmentationScores s = acc.Result(1);
+  EXPECT_DOUBLE_EQ(s.f1[0], 6.0 / 8);
+  EXPECT_DOUBLE_EQ(s.f1[1], 2.0 / 4);
+  EXPECT_DOUBLE_EQ(s.mcc[0], 0.0);
+  // tp 1, fp 0, fn 2, tn 2.
+  EXPECT_DOUBLE_EQ(s.mcc[1], 2.0 / std::sqrt(1.0 * 3 * 2 * 4));
+  EXPECT_DOUBLE_EQ(s.balanced_accuracy[1], (1.0 / 3 + 1.0) / 2);
+  EXPECT_EQ(s.ranking, (std::vector<int>{1, 0}));
+  EXPECT_DOUBLE_EQ(s.oracle_top, 3.0 / 5);
+}
+
+// Equal MCC: balanced accuracy decides (a head that predicts no internal
+// character loses to one that predicts them), then the head index.
+TEST(SegmentationAccumulatorTest, TiesOnMccGoToBalancedAccuracyThenIndex) {
+  auto ex = MakeSegmentationExample(PairEncoding(), {"ab", "c"}, {"de"});
+  ASSERT_TRUE(ex.ok());
+  const std::vector<float> ends_only = OneHot(8, {0, 0, 4, 4, 0, 0, 7, 0});
+  const std::vector<float> perfect = OneHot(8, {0, 2, 4, 4, 0, 6, 7, 0});
+  SegmentationAccumulator acc(1, 3);
+  std::vector<float> layer(ends_only);
+  layer.insert(layer.end(), perfect.begin(), perfect.end());
+  layer.insert(layer.end(), perfect.begin(), perfect.end());
+  ASSERT_TRUE(acc.Add(*ex, {layer.data()}, 8).ok());
+  const SegmentationScores s = acc.Result(3);
+  EXPECT_DOUBLE_EQ(s.mcc[0], 1.0);
+  EXPECT_DOUBLE_EQ(s.mcc[1], 1.0);
+  EXPECT_DOUBLE_EQ(s.balanced_accuracy[0], 0.5);
+  EXPECT_DOUBLE_EQ(s.balanced_accuracy[1], 1.0);
+  EXPECT_EQ(s.ranking, (std::vector<int>{1, 2, 0}));
+}
+
+// The baselines' oracle is measured, not assumed: where the next piece is
+// not one character, always-next predicts nothing, and an internal
+// character is right under neither baseline.
+TEST(SegmentationAccumulatorTest, BaselinesOracleBelowOneOnLongerPieces) {
+  Encoding e;
+  Token bc = Char("##bc", 0, 1);
+  bc.char_end = 3;
+  e.tokens = {Special("[CLS]", 0), Char("a", 0, 0), bc, Char("##d", 0, 3),
+              Special("[SEP]", 0)};
+  auto ex = MakeSegmentationExample(e, {"abcd"}, {});
+  ASSERT_TRUE(ex.ok());
+  ASSERT_EQ(ex->chars.size(), 2u);  // a (internal) and d (end)
+  EXPECT_EQ(PredictAlwaysNext(*ex),
+            (std::vector<CharPrediction>{CharPrediction::kNone,
+                                         CharPrediction::kWordEnd}));
+  SegmentationAccumulator acc(1, 1);
+  const std::vector<float> m = OneHot(5, {0, 0, 0, 4, 0});
+  ASSERT_TRUE(acc.Add(*ex, {m.data()}, 5).ok());
+  const SegmentationScores s = acc.Result(1);
+  EXPECT_DOUBLE_EQ(s.oracle_baselines, 0.5);
+  EXPECT_DOUBLE_EQ(s.always_next.accuracy, 0.5);
+  // tp 1, fp 0, fn 0, tn 1: a perfect correlation of ends, but only half
+  // of the balanced accuracy (the internal character gets no prediction).
+  EXPECT_DOUBLE_EQ(s.always_next.mcc, 1.0);
+  EXPECT_DOUBLE_EQ(s.always_next.balanced_accuracy, 0.5);
+}
+
+// MCC and balanced accuracy where they are undefined or degenerate.
+TEST(SegmentationAccumulatorTest, ChanceScoresAtTheEdges) {
+  SegmentationAccumulator empty(1, 1);
+  SegmentationScores s = empty.Result(1);
+  EXPECT_TRUE(std::isnan(s.mcc[0]));
+  EXPECT_TRUE(std::isnan(s.balanced_accuracy[0]));
+  EXPECT_TRUE(std::isnan(s.always_next.mcc));
+  EXPECT_TRUE(std::isnan(s.oracle_baselines));
+  // Only one-character words: no internal class; balanced accuracy is the
+  // word-end recall, MCC 0 (the gold is constant).
+  Encoding e;
+  e.tokens = {Special("[CLS]", 0), Char("a", 0, 0), Char("b", 0, 1),
+              Special("[SEP]", 0)};
+  auto ex = MakeSegmentationExample(e, {"a", "b"}, {});
+  ASSERT_TRUE(ex.ok());
+  SegmentationAccumulator acc(1, 1);
+  const std::vector<float> m = OneHot(4, {0, 3, 0, 0});  // a end, b none
+  ASSERT_TRUE(acc.Add(*ex, {m.data()}, 4).ok());
+  s = acc.Result(1);
+  EXPECT_DOUBLE_EQ(s.balanced_accuracy[0], 0.5);
+  EXPECT_DOUBLE_EQ(s.mcc[0], 0.0);
+  EXPECT_DOUBLE_EQ(s.always_sep.balanced_accuracy, 1.0);
 }
 
 // Ties go to the lowest index: [CLS] = [SEP] -> [CLS] (no prediction);

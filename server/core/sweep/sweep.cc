@@ -31,21 +31,34 @@ int64_t ElementBytes(const Model& model) {
 }
 
 struct Tally {
-  int examples = 0;
+  int draws = 1;
+  int64_t rows = 0;    // (example, draw) rows scored
   int64_t scored = 0;  // examples, or labelled tokens (token classifier)
   int correct = 0;
   double loss_sum = 0;
+  std::vector<int64_t> draw_correct;  // resample only
+  PairedSums paired;
 
-  MaskResult ToResult(int mask_index) const {
+  MaskResult ToResult(int mask_index, int examples) const {
     MaskResult r;
     r.mask_index = mask_index;
     r.examples = examples;
+    r.draws = draws;
     r.scored = scored;
     r.correct = correct;
     r.loss_sum = loss_sum;
     r.accuracy = scored > 0 ? static_cast<double>(correct) / scored : 0.0;
+    r.draw_correct = draw_correct;
+    r.paired = paired;
     return r;
   }
+};
+
+// One row's units: how many were scored and right, and their loss.
+struct RowScore {
+  int units = 0;
+  int correct = 0;
+  double loss = 0;
 
   // One scored unit: argmax (first maximum on ties) against `label`, and
   // its cross-entropy, from `n` log-probabilities.
@@ -54,9 +67,9 @@ struct Tally {
     for (int c = 1; c < n; ++c) {
       if (log_probs[c] > log_probs[best]) best = c;
     }
-    ++scored;
+    ++units;
     correct += best == label ? 1 : 0;
-    loss_sum -= static_cast<double>(log_probs[label]);
+    loss -= static_cast<double>(log_probs[label]);
   }
 };
 
@@ -101,6 +114,7 @@ TensorOutput Stack(TensorOutput a, const TensorOutput& b) {
 struct Row {
   int mask;  // index into masks; -1 = baseline
   int example;
+  int draw = 0;  // kResample: which draw (ModelRow::draw)
 };
 
 // The state of one SweepExecutor::Run. Examples are visited in order of
@@ -209,9 +223,27 @@ class SweepRun {
       }
     }
     tallies_.assign(masks_.size(), Tally());
+    int64_t rows_per_example = 1;  // the baseline's
+    for (size_t m = 0; m < masks_.size(); ++m) {
+      Tally& tally = tallies_[m];
+      tally.draws = Draws(static_cast<int>(m));
+      if (masks_[m].mask.mode() == AblationMode::kResample) {
+        tally.draw_correct.assign(tally.draws, 0);
+      }
+      rows_per_example += tally.draws;
+    }
+    base_correct_.assign(n, 0);
+    base_units_.assign(n, 0);
     element_bytes_ = ElementBytes(model_);
-    total_ =
-        static_cast<int64_t>(n) * (static_cast<int64_t>(masks_.size()) + 1);
+    total_ = static_cast<int64_t>(n) * rows_per_example;
+  }
+
+  // Rows per example of mask `m`: its draws in kResample, else 1.
+  int Draws(int m) const {
+    const HeadMask& mask = masks_[m].mask;
+    return mask.mode() == AblationMode::kResample && !mask.IsIdentity()
+               ? std::max(1, mask.draws().count)
+               : 1;
   }
 
   int Length(int example) const {
@@ -308,7 +340,9 @@ class SweepRun {
         pending.reserve(static_cast<size_t>(end - begin) * (g_end - g));
         for (int i = begin; i < end; ++i) {
           for (size_t k = g; k < g_end; ++k) {
-            pending.push_back({group[k], order_[i]});
+            for (int d = 0; d < Draws(group[k]); ++d) {
+              pending.push_back({group[k], order_[i], d});
+            }
           }
         }
         for (size_t b = 0; b < pending.size(); b += max_rows) {
@@ -456,15 +490,18 @@ class SweepRun {
       masks.push_back(row.mask < 0 ? nullptr : &masks_[row.mask].mask);
     }
     ASSIGN_OR_RETURN(ModelInput input, model_.MakeBatch(encodings));
+    for (const Row& row : rows) input.draws.push_back(row.draw);
     input.start_hidden = start.hidden;
     input.start_head_outputs = start.head_outputs;
     return model_.ForwardTensors(input, masks, options);
   }
 
   // Adds each row's correctness (argmax, first maximum on ties) and
-  // cross-entropy to its mask's tally, delivering masks that are complete.
-  // logits: [B, C], or [B, T, C] for a token classifier (every labelled
-  // position of a row is a unit).
+  // cross-entropy to its mask's tally, and its per-example difference from
+  // the baseline to the paired sums (once every draw of the example is in),
+  // delivering masks that are complete. logits: [B, C], or [B, T, C] for a
+  // token classifier (every labelled position of a row is a unit). A
+  // chunk's baseline rows are scored before its mask rows.
   absl::Status Score(const torch::Tensor& logits,
                      const std::vector<Row>& rows) {
     const torch::Tensor log_probs =
@@ -474,25 +511,50 @@ class SweepRun {
     const int64_t row_stride =
         per_token ? log_probs.size(1) * num_classes : num_classes;
     const float* lp = log_probs.data_ptr<float>();
+    const int64_t n = static_cast<int64_t>(examples_.size());
     for (size_t r = 0; r < rows.size(); ++r) {
-      const SweepExample& example = examples_[rows[r].example];
-      Tally& tally = rows[r].mask < 0 ? baseline_ : tallies_[rows[r].mask];
-      const float* row = lp + static_cast<int64_t>(r) * row_stride;
+      const Row& row = rows[r];
+      const SweepExample& example = examples_[row.example];
+      const float* values = lp + static_cast<int64_t>(r) * row_stride;
+      RowScore score;
       if (per_token) {
         for (size_t t = 0; t < example.token_labels.size(); ++t) {
           if (example.token_labels[t] == kUnscoredToken) continue;
-          tally.Add(row + t * num_classes, num_classes,
+          score.Add(values + t * num_classes, num_classes,
                     example.token_labels[t]);
         }
       } else {
-        tally.Add(row, num_classes, example.label);
+        score.Add(values, num_classes, example.label);
       }
-      ++tally.examples;
-      if (tally.examples == static_cast<int>(examples_.size())) {
-        if (rows[r].mask < 0) {
+      Tally& tally = row.mask < 0 ? baseline_ : tallies_[row.mask];
+      ++tally.rows;
+      tally.scored += score.units;
+      tally.correct += score.correct;
+      tally.loss_sum += score.loss;
+      if (row.mask < 0) {
+        base_correct_[row.example] = score.correct;
+        base_units_[row.example] = score.units;
+        tally.paired.Add(score.units, 0.0);
+      } else if (tally.draws == 1) {
+        tally.paired.Add(score.units,
+                         score.correct - base_correct_[row.example]);
+      } else {
+        tally.draw_correct[row.draw] += score.correct;
+        // Every draw of an example, then its mean against the baseline.
+        auto& [right, seen] = pending_[{row.mask, row.example}];
+        right += score.correct;
+        if (++seen == tally.draws) {
+          tally.paired.Add(score.units,
+                           static_cast<double>(right) / tally.draws -
+                               base_correct_[row.example]);
+          pending_.erase({row.mask, row.example});
+        }
+      }
+      if (tally.rows == n * tally.draws) {
+        if (row.mask < 0) {
           DeliverBaseline();
         } else {
-          Deliver(rows[r].mask);
+          Deliver(row.mask);
         }
       }
     }
@@ -501,7 +563,10 @@ class SweepRun {
 
   // The baseline, then every mask that affects no layer (same scores).
   void DeliverBaseline() {
-    if (callbacks_.on_baseline) callbacks_.on_baseline(baseline_.ToResult(-1));
+    const int n = static_cast<int>(examples_.size());
+    if (callbacks_.on_baseline) {
+      callbacks_.on_baseline(baseline_.ToResult(-1, n));
+    }
     for (int m : identity_masks_) {
       tallies_[m] = baseline_;
       Deliver(m);
@@ -509,8 +574,10 @@ class SweepRun {
   }
 
   void Deliver(int mask) {
-    if (callbacks_.on_result)
-      callbacks_.on_result(tallies_[mask].ToResult(mask));
+    if (callbacks_.on_result) {
+      callbacks_.on_result(
+          tallies_[mask].ToResult(mask, static_cast<int>(examples_.size())));
+    }
   }
 
   void Progress(int64_t rows) {
@@ -538,6 +605,11 @@ class SweepRun {
   int64_t element_bytes_ = 4;
   Tally baseline_;
   std::vector<Tally> tallies_;
+  // Per example: the baseline's correct and scored units.
+  std::vector<int> base_correct_, base_units_;
+  // (mask, example) of kResample masks with draws still to score: correct
+  // units so far, draws scored.
+  std::map<std::pair<int, int>, std::pair<int, int>> pending_;
   int64_t done_ = 0;
   int64_t total_ = 0;
 };

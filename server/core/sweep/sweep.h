@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/head_mask.h"
+#include "common/intervals.h"
 #include "common/mask_generators.h"  // SweepMask and the generators
 #include "server/core/model/model.h"
 #include "server/core/tokenizer/tokenizer.h"
@@ -80,13 +81,24 @@ struct SweepOptions {
 
 // Units scored: examples for a sequence classifier, labelled tokens for a
 // token classifier.
+// A mask in kResample runs each example once per draw (ModelRow::draw);
+// its counts add over the draws, so accuracy and mean loss are their means
+// over draws (the metric averaged, as resample ablation defines it).
 struct MaskResult {
   int mask_index = -1;  // index into the masks passed to Run; -1 = baseline
   int examples = 0;
-  int64_t scored = 0;   // units scored
-  int correct = 0;      // units right
+  int draws = 1;        // rows per example
+  int64_t scored = 0;   // units scored, over every draw
+  int correct = 0;      // units right, over every draw
   double loss_sum = 0;  // sum of per-unit cross-entropy (natural log)
   double accuracy = 0;  // correct / scored (0 when nothing is scored)
+  // kResample: units right in each draw (draw k of every example), the
+  // spread over draws; empty otherwise.
+  std::vector<int64_t> draw_correct;
+  // Per example against the baseline (intervals.h): n_i its units, d_i its
+  // correct units under the mask (mean over draws) minus the baseline's.
+  // The baseline's own has every d_i = 0.
+  PairedSums paired;
 };
 
 struct SweepCallbacks {

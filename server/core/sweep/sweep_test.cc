@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/model/head_reference.h"
 #include "server/core/model/model_tensors.h"
 #include "server/core/model/threading.h"
 
@@ -217,6 +218,87 @@ TEST_F(SweepTest, MatchesNaivePerMaskForwardPasses) {
       ExpectSameScores(rec.results[m], naive[m], what + " " + masks[m].id);
     }
   }
+}
+
+TEST_F(SweepTest, ResampleScoresEveryDrawAndPairsWithTheBaseline) {
+  // Resample runs each example once per draw, the metric averaged over
+  // draws, the spread per draw kept; role means fill by position. Both
+  // against each row run alone; the paired sums against the baseline's
+  // per-example scores.
+  const std::vector<SweepExample> examples = Examples(9, 41);
+  const std::vector<SweepExample> pool = Examples(30, 77);
+  std::vector<const Encoding*> refs;
+  for (const SweepExample& e : pool) refs.push_back(&e.encoding);
+  auto reference = ComputeHeadReference(*model_, refs, 8);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  std::vector<SweepMask> masks;
+  for (AblationMode mode : {AblationMode::kResample, AblationMode::kMeanByRole,
+                            AblationMode::kMean, AblationMode::kZero}) {
+    auto m = HeadMask::Ablate(3, 4, {{1, 2}, {2, 0}, {2, 3}}, mode);
+    ASSERT_TRUE(m.ok());
+    ResampleDraws draws{3, 5, ResampleAlignment::kScaled};
+    m->set_reference(*reference, draws);
+    masks.push_back({AblationModeName(mode), "", *m});
+  }
+  auto first_layer = HeadMask::Ablate(3, 4, {{0, 1}}, AblationMode::kResample);
+  first_layer->set_reference(*reference,
+                             ResampleDraws{2, 9, ResampleAlignment::kScaled});
+  masks.push_back({"resample-L0H1", "", *first_layer});
+  // Per example, one row alone at draw k: units right and loss.
+  auto row = [&](const SweepExample& ex, const HeadMask* mask, int k) {
+    auto input = model_->MakeBatch({&ex.encoding});
+    EXPECT_TRUE(input.ok()) << input.status();
+    input->draws = {k};
+    auto out = model_->ForwardTensors(*input, {mask}, ForwardOptions());
+    EXPECT_TRUE(out.ok()) << out.status();
+    const torch::Tensor lp =
+        torch::log_softmax(out->logits[0].to(torch::kDouble), 0);
+    return std::make_pair(lp.argmax().item<int64_t>() == ex.label ? 1 : 0,
+                          -lp[ex.label].item<double>());
+  };
+  SweepOptions options;
+  options.max_batch_rows = 5;
+  options.workers = 2;
+  const Recorded rec = RunSweep(options, examples, masks);
+  ASSERT_TRUE(rec.status.ok()) << rec.status;
+  EXPECT_EQ(rec.progress.back().second, 9 * (1 + 3 + 1 + 1 + 1 + 2));
+  for (size_t m = 0; m < masks.size(); ++m) {
+    SCOPED_TRACE(masks[m].id);
+    const int draws = masks[m].mask.mode() == AblationMode::kResample
+                          ? masks[m].mask.draws().count
+                          : 1;
+    int correct = 0;
+    double loss = 0;
+    std::vector<int64_t> per_draw(draws, 0);
+    PairedSums paired;
+    for (const SweepExample& ex : examples) {
+      const int base = row(ex, nullptr, 0).first;
+      int right = 0;
+      for (int k = 0; k < draws; ++k) {
+        const auto [ok, l] = row(ex, &masks[m].mask, k);
+        right += ok;
+        per_draw[k] += ok;
+        loss += l;
+      }
+      correct += right;
+      paired.Add(1, static_cast<double>(right) / draws - base);
+    }
+    const MaskResult& got = rec.results.at(static_cast<int>(m));
+    EXPECT_EQ(got.draws, draws);
+    EXPECT_EQ(got.scored, 9 * draws);
+    EXPECT_EQ(got.correct, correct);
+    EXPECT_NEAR(got.loss_sum, loss, kLossTolerance * draws);
+    if (draws > 1) {
+      EXPECT_EQ(got.draw_correct, per_draw);
+    } else {
+      EXPECT_TRUE(got.draw_correct.empty());
+    }
+    EXPECT_EQ(got.paired.clusters, 9);
+    EXPECT_NEAR(got.paired.diff, paired.diff, 1e-12);
+    EXPECT_NEAR(got.paired.diff_sq, paired.diff_sq, 1e-12);
+  }
+  EXPECT_EQ(rec.baseline.paired.clusters, 9);
+  EXPECT_EQ(rec.baseline.paired.diff_sq, 0.0);
 }
 
 TEST_F(SweepTest, ReportsBaselineFirstAndProgressToTotal) {
