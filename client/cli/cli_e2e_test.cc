@@ -251,6 +251,38 @@ TEST_F(CliE2eTest, StatisticsThenMeanAblationSweep) {
   EXPECT_GE(differ, 6);
   EXPECT_TRUE(Contains(ReadFile(dir_ / "mean" / "heads_heatmap.svg"), "<svg"));
 
+  // Role means and resample through the same command: every result has
+  // its interval; resample's has its draws (each example once per draw,
+  // the accuracy their mean) and refuses to run outside a sweep.
+  const nlohmann::json role =
+      sweep("role", {"--mode=mean_by_role", "--statistics=" + id});
+  const nlohmann::json resample =
+      sweep("resample", {"--mode=resample", "--statistics=" + id, "--draws=3",
+                         "--seed=2", "--alignment=scaled"});
+  ASSERT_EQ(role["results"].size(), 12u);
+  ASSERT_EQ(resample["results"].size(), 12u);
+  int role_differs = 0;
+  for (size_t i = 0; i < 12; ++i) {
+    role_differs +=
+        role["results"][i]["loss_sum"] != mean["results"][i]["loss_sum"];
+    const nlohmann::json& r = resample["results"][i];
+    EXPECT_EQ(r["draws"], 3);
+    EXPECT_EQ(r["scored"], 15);
+    ASSERT_TRUE(r["accuracy_delta_ci"].is_array()) << r;
+    EXPECT_LE(r["accuracy_delta_ci"][0].get<double>(),
+              r["accuracy_delta"].get<double>() + 1e-12);
+    EXPECT_GE(r["accuracy_delta_ci"][1].get<double>(),
+              r["accuracy_delta"].get<double>() - 1e-12);
+  }
+  EXPECT_GE(role_differs, 6);
+  EXPECT_TRUE(resample["baseline"]["accuracy_delta_ci"].is_null());
+  CliResult no_resample =
+      Run("classify", {"--text-a=the cat", "--mode=resample",
+                       "--statistics=" + id, "--ablate=0:1"});
+  EXPECT_NE(no_resample.exit_code, 0) << Describe(no_resample);
+  EXPECT_TRUE(Contains(no_resample.err, "head_mask.mode=resample"))
+      << Describe(no_resample);
+
   // Mean ablation without statistics is a usage error; an id the server
   // does not hold is refused by it.
   CliResult bad = Run("sweep", {"--data", data.string(), "--text-a=sentence1",

@@ -137,7 +137,8 @@ v1::SweepAblationRequest ScheduledSweep::Request(const Pending& p) const {
   }
   r.set_statistics(job_.statistics);
   for (const v1::TextInput& input : job_.reference) *r.add_reference() = input;
-  if (job_.resample.draws() != 0 || job_.resample.seed() != 0) {
+  if (job_.resample.draws() != 0 || job_.resample.seed() != 0 ||
+      job_.resample.alignment() != v1::RESAMPLE_ALIGNMENT_UNSPECIFIED) {
     *r.mutable_resample() = job_.resample;
   }
   for (int e = p.shard.example_begin; e < p.shard.example_end; ++e) {
@@ -532,9 +533,15 @@ std::string SweepFingerprint(const SweepJob& job,
   // when set, so the progress files of zero/uniform sweeps keep their
   // fingerprint.
   if (!job.statistics.empty() || !job.reference.empty() ||
-      job.resample.draws() != 0 || job.resample.seed() != 0) {
+      job.resample.draws() != 0 || job.resample.seed() != 0 ||
+      job.resample.alignment() != v1::RESAMPLE_ALIGNMENT_UNSPECIFIED) {
     Fnv(&h, absl::StrCat("statistics=", job.statistics, "/draws=",
                          job.resample.draws(), "/seed=", job.resample.seed()));
+    // Only a non-default alignment joins, so earlier fingerprints hold.
+    if (job.resample.alignment() > v1::RESAMPLE_ALIGNMENT_MATCHED_LENGTHS) {
+      Fnv(&h, absl::StrCat("/alignment=",
+                           static_cast<int>(job.resample.alignment())));
+    }
     for (const v1::TextInput& input : job.reference) {
       Fnv(&h, input.text_a());
       Fnv(&h, input.text_b());

@@ -6,7 +6,7 @@
 
 namespace bertology {
 
-inline constexpr char kBertologyVersion[] = "0.3.0";
+inline constexpr char kBertologyVersion[] = "0.4.0";
 
 }  // namespace bertology
 
