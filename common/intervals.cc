@@ -17,8 +17,12 @@ Interval WilsonInterval(double successes, double n, double z) {
   return Interval{std::max(0.0, center - half), std::min(1.0, center + half)};
 }
 
-std::optional<Interval> PairedDeltaInterval(const PairedSums& s, double z) {
-  if (s.clusters < 2 || s.units <= 0) return std::nullopt;
+std::optional<Interval> PairedDeltaInterval(const PairedSums& sums, double z) {
+  if (sums.clusters < 2 || sums.units <= 0) return std::nullopt;
+  // Bonett & Price's adjustment: one pseudo-example gained and one lost.
+  PairedSums s = sums;
+  s.Add(1, 1.0);
+  s.Add(1, -1.0);
   const double r = s.diff / s.units;
   // sum (d_i - r n_i)^2, expanded into the sums.
   const double residual =

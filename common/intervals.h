@@ -10,9 +10,14 @@
 // (mean over draws for resample) and n_i its scored units (1 per example
 // for a sequence classifier), and its standard error from the examples as
 // clusters: se^2 = k / (k - 1) * sum((d_i - r n_i)^2) / (sum n_i)^2 over k
-// examples. For a sequence classifier this is the normal interval of the
-// mean paired difference, the Wald form of McNemar's comparison; it needs
-// k >= 2. No libtorch, no gRPC.
+// examples, after adding two pseudo-examples of one unit, one gained (d =
+// +1) and one lost (d = -1). For a sequence classifier that is Bonett &
+// Price's (2012) adjusted Wald interval for paired proportions: the plain
+// Wald form of McNemar's comparison is far too narrow when few examples
+// change (4 gained and none lost of 1,000 would exclude 0, where McNemar's
+// exact test gives p = 0.125; adjusted it does not, and 8 to 0, p = 0.008,
+// does). The interval is centred on sum(d_i) / (sum n_i + 2), a shade
+// toward 0 from the change itself. Needs k >= 2. No libtorch, no gRPC.
 #ifndef BERTOLOGY_COMMON_INTERVALS_H_
 #define BERTOLOGY_COMMON_INTERVALS_H_
 

@@ -1,6 +1,7 @@
 // Expected values solve Wilson's quadratic (p - x/n)^2 = z^2 p (1 - p) / n
 // directly, and the paired interval is the textbook mean +- z * sd / sqrt(k)
-// of the differences (sample sd), both computed by hand in Python.
+// of the differences (sample sd) with a +1 and a -1 appended (Bonett &
+// Price), both computed by hand in Python.
 #include "common/intervals.h"
 
 #include <vector>
@@ -32,9 +33,28 @@ TEST(PairedDeltaIntervalTest, IsTheMeanDifferencesNormalInterval) {
   for (int d : {1, 0, 0, -1, 0, 1, 1, 0, 0, 0}) s.Add(1, d);
   auto ci = PairedDeltaInterval(s);
   ASSERT_TRUE(ci.has_value());
-  EXPECT_NEAR(ci->low, -0.1919927969080108, 1e-12);
-  EXPECT_NEAR(ci->high, 0.5919927969080108, 1e-12);
+  EXPECT_NEAR(ci->low, -0.23942582401666804, 1e-12);
+  EXPECT_NEAR(ci->high, 0.5727591573500014, 1e-12);
   EXPECT_FALSE(ci->ExcludesZero());
+}
+
+TEST(PairedDeltaIntervalTest, FewChangedExamplesAreNotEnough) {
+  // 4 of 1,000 gained, none lost: McNemar's exact p = 0.125, so no
+  // evidence of a change (the unadjusted Wald interval, [+0.0001,
+  // +0.0079], would say there is); 8 to 0 (p = 0.008) is one.
+  PairedSums four, eight;
+  for (int i = 0; i < 1000; ++i) {
+    four.Add(1, i < 4 ? 1 : 0);
+    eight.Add(1, i < 8 ? 1 : 0);
+  }
+  auto a = PairedDeltaInterval(four), b = PairedDeltaInterval(eight);
+  ASSERT_TRUE(a && b);
+  EXPECT_NEAR(a->low, -0.0007953226031410139, 1e-12);
+  EXPECT_NEAR(a->high, 0.008779354539268758, 1e-12);
+  EXPECT_FALSE(a->ExcludesZero());
+  EXPECT_NEAR(b->low, 0.0018151597130861867, 1e-12);
+  EXPECT_NEAR(b->high, 0.0141529041591693, 1e-12);
+  EXPECT_TRUE(b->ExcludesZero());
 }
 
 TEST(PairedDeltaIntervalTest, SumsAddAcrossChunks) {
@@ -61,7 +81,8 @@ TEST(PairedDeltaIntervalTest, NeedsTwoExamples) {
   s.Add(1, 1);
   auto ci = PairedDeltaInterval(s);
   ASSERT_TRUE(ci.has_value());
-  EXPECT_DOUBLE_EQ(ci->low, 1.0);  // no spread: a point
+  // Two gained of two: the pseudo-examples give it a width.
+  EXPECT_LT(ci->low, ci->high);
   EXPECT_FALSE((Interval{0, 0}.ExcludesZero()));
 }
 

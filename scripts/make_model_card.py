@@ -16,15 +16,19 @@ hand-written half, says how the model was made and quotes it).
 re-measures the mean-ablation part alone into the card as it is.
 (`make card` runs it on the shipped model, with the baselines of
 scripts/querytitle_baselines.py.) Everything it reports is measured here:
-test accuracy and confusion through Classify, a word-order probe (grade-4
-titles with their characters shuffled), the study's sweeps through
-`bertology sweep` (figures and results under MODEL/sweep/), every single
-head mean-ablated beside zero ablation (statistics over the dev split,
-MODEL/sweep-mean/; --only-mean-ablation re-measures that part alone on the
-card as it is), and what the
-heads do (scripts/head_findings.py, on the same server: "head_findings",
-with MODEL/analysis/). --train-seconds defaults to the last epoch's
-elapsed_s in MODEL/train_log.json.
+test accuracy (with its Wilson 95% interval) and confusion through
+Classify, a word-order probe (grade-4 titles with their characters
+shuffled: the predicted grades before and after, the mean shift with its
+paired 95% interval), the study's sweeps through `bertology sweep`
+(figures and results under MODEL/sweep/; every change with the server's
+paired 95% interval against the baseline), every single head mean-ablated
+beside zero ablation, with one pooled mean per head (MODEL/sweep-mean/) and
+with one mean per token role (MODEL/sweep-mean-by-role/; statistics over
+the dev split; --only-mean-ablation re-measures that part alone on the card
+as it is), what the heads do (scripts/head_findings.py, on the same server:
+"head_findings", with MODEL/analysis/), and the study's claims against
+those numbers ("reproduction", card_markdown.reproduction). --train-seconds
+defaults to the last epoch's elapsed_s in MODEL/train_log.json.
 """
 import argparse
 import json
@@ -45,6 +49,58 @@ from bertology_client import Client  # noqa: E402
 
 
 STARTING_POINT = "querytitle-mlm"  # the starting point's name on the server
+
+# The two-sided 95% normal quantile (common/intervals.h's kZ95).
+Z95 = card_markdown.Z95
+wilson = card_markdown.wilson  # as the server computes it (common/intervals.cc)
+# The grade whose pairs the word-order probe shuffles: the whole query in
+# order (scripts/querytitle_data.py's top grade).
+ORDER_GRADE = "4"
+
+
+def paired_interval(diffs, z=Z95):
+    """The normal 95% interval of the mean of paired differences (one per
+    example), the server's paired interval with one unit per example
+    (common/intervals.cc); None with fewer than 2."""
+    d = np.asarray(diffs, dtype=np.float64)
+    k = len(d)
+    if k < 2:
+        return None
+    r = float(d.mean())
+    se = float(np.sqrt(k / (k - 1) * np.sum((d - r) ** 2)) / k)
+    return [r - z * se, r + z * se]
+
+
+def excludes_zero(ci):
+    return ci is not None and (ci[0] > 0 or ci[1] < 0)
+
+
+def rounded(ci, digits=4):
+    return None if ci is None else [round(float(x), digits) for x in ci]
+
+
+def change(r, baseline, **extra):
+    """One sweep result (the CLI's sweep_results.json or the client's
+    dict) as the card reports a change: relative change, the net count of
+    rows gained (+) or lost (-), the accuracy difference with the server's
+    paired 95% interval and whether that excludes 0."""
+    ci = r.get("accuracy_delta_ci")
+    rel = r["relative_change_percent"]
+    return dict(extra, **{
+        "mask": r["mask_id"], "correct": r["correct"],
+        "rows_delta": r["correct"] - baseline["correct"],
+        "change_percent": None if rel is None else round(rel, 2),
+        "accuracy_delta": round(r["accuracy_delta"], 4),
+        "delta_ci": rounded(ci),
+        "distinguishable": bool(r.get("distinguishable")),
+    })
+
+
+def baseline_entry(b):
+    """A sweep's baseline: its accuracy with the server's Wilson interval."""
+    return {"examples": b["examples"], "correct": b["correct"],
+            "accuracy": round(b["accuracy"], 4),
+            "accuracy_ci": rounded(b["accuracy_ci"])}
 
 
 def start_server(bin_dir, model, starting_point=None):
@@ -71,123 +127,211 @@ def start_server(bin_dir, model, starting_point=None):
     return proc, client, port, log
 
 
-def order_probe(client, rows, mask=None):
-    """Grade-4 pairs vs the same titles with characters shuffled, under
-    `mask` (any form Client.classify takes; None: no mask)."""
-    fours = [(q, t) for q, t, y in rows if y == "4"]
+def shuffled_pairs(rows):
+    """The grade-4 pairs of `rows` and the same pairs with each title's
+    characters shuffled (random.Random(7): the same shuffle every call)."""
+    fours = [(q, t) for q, t, y in rows if y == ORDER_GRADE]
     rng = random.Random(7)
     shuffled = []
     for q, t in fours:
         c = list(t)
         rng.shuffle(c)
         shuffled.append((q, "".join(c)))
+    return fours, shuffled
+
+
+def order_predictions(client, rows, mask=None):
+    """The predicted label indices of the grade-4 pairs in order and
+    shuffled, under `mask` (any form Client.classify takes; None: none)."""
+    fours, shuffled = shuffled_pairs(rows)
+
     def labels(pairs):  # in calls under the server's --max_inputs_per_call
         return np.concatenate([client.classify(pairs[i:i + 200], mask=mask).labels
                                for i in range(0, len(pairs), 200)])
+    return labels(fours), labels(shuffled)
 
-    before = labels(fours)
-    after = labels(shuffled)
-    return {"pairs": len(fours),
-            "predicted_4_in_order": float((before == 4).mean()),
-            "predicted_4_shuffled": float((after == 4).mean()),
-            "mean_grade_in_order": float(before.mean()),
-            "mean_grade_shuffled": float(after.mean())}
+
+def grade_counts(pred, names):
+    return {n: int((pred == i).sum()) for i, n in enumerate(names)}
+
+
+def order_summary(before, after, names):
+    """What shuffling does to the predicted grades of the same pairs: the
+    grade distribution in order and shuffled, the mean grade (a label's
+    index: "0".."4" are 0..4) and the mean per-pair shift (shuffled - in
+    order) with its paired 95% interval."""
+    top = names.index(ORDER_GRADE)
+    shift = after.astype(np.float64) - before
+    ci = paired_interval(shift)
+    return {"pairs": int(len(before)),
+            "predicted_4_in_order": round(float((before == top).mean()), 4),
+            "predicted_4_shuffled": round(float((after == top).mean()), 4),
+            "mean_grade_in_order": round(float(before.mean()), 4),
+            "mean_grade_shuffled": round(float(after.mean()), 4),
+            "grades_in_order": grade_counts(before, names),
+            "grades_shuffled": grade_counts(after, names),
+            "shift": round(float(shift.mean()), 4), "shift_ci": rounded(ci),
+            "shift_distinguishable": excludes_zero(ci),
+            "pairs_down": int((shift < 0).sum()), "pairs_up": int((shift > 0).sum()),
+            "pairs_same": int((shift == 0).sum())}
+
+
+def order_probe(client, rows, mask=None):
+    """Grade-4 pairs vs the same titles with characters shuffled, under
+    `mask` (any form Client.classify takes; None: no mask): order_summary."""
+    names = client.info()["models"][0]["label_names"]
+    return order_summary(*order_predictions(client, rows, mask), names)
 
 
 def findings(sweep):
+    """The zero sweep's single heads, layers and random masks, every change
+    with its interval (change())."""
     res = sweep["results"]
+    base = sweep["baseline"]
     single = [r for r in res if r["mask_id"].startswith("head-")]
     layers = [r for r in res if r["mask_id"].startswith("layer-")]
     rand = [r for r in res if r["mask_id"].startswith("random-")]
-    out = {"baseline_accuracy": sweep["baseline"]["accuracy"]}
+    out = {"baseline_accuracy": base["accuracy"], "baseline": baseline_entry(base)}
     # relative_change_percent is None (JSON null) at a zero baseline: no
     # ratio exists, so those masks are left out of every change figure.
     num_single = len(single)
     single = [r for r in single if r["relative_change_percent"] is not None]
     layers = [r for r in layers if r["relative_change_percent"] is not None]
     rand = [r for r in rand if r["relative_change_percent"] is not None]
-    ch = sorted(single, key=lambda r: r["relative_change_percent"])
+    ch = sorted(single, key=lambda r: (r["relative_change_percent"], r["mask_index"]))
+    helpful = sorted(single, key=lambda r: (-r["relative_change_percent"], r["mask_index"]))
     out["single_heads"] = {
         "masks": num_single,
         "changed_over_1pct": sum(abs(r["relative_change_percent"]) > 1 for r in single),
-        "unchanged": sum(r["correct"] == sweep["baseline"]["correct"] for r in single),
-        "most_harmful": [(r["mask_id"], round(r["relative_change_percent"], 2)) for r in ch[:5]],
-        "most_helpful": [(r["mask_id"], round(r["relative_change_percent"], 2)) for r in ch[::-1][:5]],
+        "unchanged": sum(r["correct"] == base["correct"] for r in single),
+        "distinguishable_harmful": sum(bool(r["distinguishable"]) and r["accuracy_delta"] < 0
+                                       for r in single),
+        "distinguishable_helpful": sum(bool(r["distinguishable"]) and r["accuracy_delta"] > 0
+                                       for r in single),
+        "most_harmful": [change(r, base, head=r["mask_id"].replace("head-", ""))
+                         for r in ch[:5]],
+        "most_helpful": [change(r, base, head=r["mask_id"].replace("head-", ""))
+                         for r in helpful[:5]],
     }
-    out["layers"] = [(r["mask_id"], round(r["relative_change_percent"], 2)) for r in layers]
+    out["layers"] = [change(r, base, layer=int(r["mask_id"].replace("layer-", "")))
+                     for r in layers]
     groups = {}
     for r in rand:
-        # ids: random-L{begin}-{end}-k{heads}-s{seed}-r{repeat}
+        # ids: random-L{begin}-{end}-k{heads}-s{seed}-r{repeat}, layers
+        # [begin, end)
         _, begin, end, k = r["mask_id"].split("-")[:4]
-        rng = f"{begin}-{end}"
-        n = (int(end) - int(begin[1:])) * sweep["num_heads"]
-        groups.setdefault((rng, int(k[1:]), n), []).append(
-            r["relative_change_percent"])
-    # The fraction actually masked (heads / heads in the range), not the
-    # requested one it was rounded from.
-    out["random"] = [{"layers": k[0], "heads": k[1], "fraction": round(k[1] / k[2], 3),
-                      "mean_change_percent": round(statistics.mean(v), 2),
-                      "min": round(min(v), 2), "max": round(max(v), 2), "repeats": len(v)}
-                     for k, v in sorted(groups.items())]
+        groups.setdefault((int(begin[1:]), int(end), int(k[1:])), []).append(r)
+    total = sweep["num_layers"] * sweep["num_heads"]
+    out["random"] = []
+    for (begin, end, k), rs in sorted(groups.items(), key=lambda g: (
+            g[0][1] - g[0][0] == sweep["num_layers"], g[0])):
+        n = (end - begin) * sweep["num_heads"]
+        v = [r["relative_change_percent"] for r in rs]
+        lo = min(rs, key=lambda r: (r["relative_change_percent"], r["mask_index"]))
+        hi = max(rs, key=lambda r: (r["relative_change_percent"], -r["mask_index"]))
+        # "k random heads of layers B-E": the share is of the range's heads
+        # (the fraction actually masked, not the requested one it was
+        # rounded from), and of all heads beside it.
+        out["random"].append({
+            "first_layer": begin, "last_layer": end - 1, "heads": k,
+            "range_heads": n, "all_heads": total,
+            "share_of_range": round(k / n, 3), "share_of_all": round(k / total, 3),
+            "mean_change_percent": round(statistics.mean(v), 2),
+            "min": change(lo, base), "max": change(hi, base), "repeats": len(v),
+            "distinguishable_harmful": sum(bool(r["distinguishable"]) and
+                                           r["accuracy_delta"] < 0 for r in rs),
+            "distinguishable_helpful": sum(bool(r["distinguishable"]) and
+                                           r["accuracy_delta"] > 0 for r in rs),
+            "masks": [change(r, base) for r in rs]})
     return out
+
+
+# The two mean-ablation sweeps of every single head: mode, out-dir.
+MEAN_MODES = (("mean", "sweep-mean"), ("mean_by_role", "sweep-mean-by-role"))
 
 
 def mean_ablation(bin_dir, port, m, examples, zero_sweep):
     """Every single head mean-ablated on the same test rows as the zero
     sweep: statistics over the dev split (`bertology statistics`: each
-    head's mean output over all real tokens), then `bertology sweep --heads
-    --mode=mean` (results and figures under MODEL/sweep-mean/)."""
+    head's mean output over all real tokens, and per token role), then
+    `bertology sweep --heads --mode=mean` (one pooled mean per head; results
+    and figures under MODEL/sweep-mean/) and `--mode=mean_by_role` (one
+    mean per head and token role: [CLS], each [SEP], each segment's tokens;
+    MODEL/sweep-mean-by-role/)."""
     cli = os.path.join(bin_dir, "bertology")
     target = f"--target=127.0.0.1:{port}"
     stats = json.loads(subprocess.run(
         [cli, "statistics", target, "--reference=" + os.path.join(m, "data", "dev.tsv"),
          "--text-a=0", "--text-b=1", "--json"],
         check=True, capture_output=True, text=True).stdout)
-    t0 = time.time()
-    subprocess.run([cli, "sweep", target, "--data=" + os.path.join(m, "data", "test.tsv"),
-                    "--text-a=0", "--text-b=1", "--label=2", f"--limit={examples}",
-                    "--heads", "--mode=mean", "--statistics=" + stats["id"],
-                    "--out-dir=" + os.path.join(m, "sweep-mean"), "--quiet"],
-                   check=True, stdout=subprocess.DEVNULL)
-    seconds = time.time() - t0
-    with open(os.path.join(m, "sweep-mean", "sweep_results.json")) as f:
-        mean = json.load(f)
-    return mean_findings(zero_sweep, mean, stats, seconds)
+    sweeps, seconds = {}, {}
+    for mode, folder in MEAN_MODES:
+        t0 = time.time()
+        subprocess.run([cli, "sweep", target, "--data=" + os.path.join(m, "data", "test.tsv"),
+                        "--text-a=0", "--text-b=1", "--label=2", f"--limit={examples}",
+                        "--heads", "--mode=" + mode, "--statistics=" + stats["id"],
+                        "--out-dir=" + os.path.join(m, folder), "--quiet"],
+                       check=True, stdout=subprocess.DEVNULL)
+        seconds[mode] = time.time() - t0
+        with open(os.path.join(m, folder, "sweep_results.json")) as f:
+            sweeps[mode] = json.load(f)
+    return mean_findings(zero_sweep, sweeps["mean"], stats, seconds["mean"],
+                         sweeps["mean_by_role"], seconds["mean_by_role"])
 
 
-def mean_findings(zero, mean, stats, seconds):
-    """The mean sweep's single heads beside the zero sweep's, head by head."""
+def mean_findings(zero, mean, stats, seconds, role, role_seconds):
+    """The mean sweeps' single heads beside the zero sweep's, head by head:
+    pooled mean (`mean`) and role means (`role`)."""
     def single(sweep):
         return {r["mask_id"]: r for r in sweep["results"]
                 if r["mask_id"].startswith("head-")}
-    z, mn = single(zero), single(mean)
-    both = [h for h in mn if h in z and mn[h]["relative_change_percent"] is not None
-            and z[h]["relative_change_percent"] is not None]
+    z, mn, ro = single(zero), single(mean), single(role)
+    both = [h for h in mn if h in z and h in ro and all(
+        s[h]["relative_change_percent"] is not None for s in (z, mn, ro))]
     zc = np.array([z[h]["relative_change_percent"] for h in both])
     mc = np.array([mn[h]["relative_change_percent"] for h in both])
+    rc = np.array([ro[h]["relative_change_percent"] for h in both])
 
     def ranks(x):
         return np.argsort(np.argsort(x, kind="stable"), kind="stable").astype(float)
-    # The heads that matter most in either mode, by the larger harm.
-    worst = sorted(both, key=lambda h: min(z[h]["relative_change_percent"],
-                                           mn[h]["relative_change_percent"]))[:8]
+
+    def corr(a, b):
+        return {"pearson": round(float(np.corrcoef(a, b)[0, 1]), 3),
+                "spearman": round(float(np.corrcoef(ranks(a), ranks(b))[0, 1]), 3)}
+    # The heads that matter most in any mode, by the largest harm.
+    worst = sorted(both, key=lambda h: (min(s[h]["relative_change_percent"]
+                                            for s in (z, mn, ro)), h))[:8]
+    zero_vs_role = corr(zc, rc)
     return {
         "reference": "data/dev.tsv",
         "statistics": {k: stats[k] for k in ("id", "examples", "tokens",
                                              "truncated_examples")},
         "sweep_examples": mean["baseline"]["examples"],
         "sweep_seconds": round(seconds, 1),
+        "role_sweep_seconds": round(role_seconds, 1),
         "baseline_accuracy": mean["baseline"]["accuracy"],
         "single_heads": findings(mean)["single_heads"],
-        "pearson": round(float(np.corrcoef(zc, mc)[0, 1]), 3),
-        "spearman": round(float(np.corrcoef(ranks(zc), ranks(mc))[0, 1]), 3),
+        "by_role_single_heads": findings(role)["single_heads"],
+        # zero against the pooled mean (the card's first comparison) ...
+        **corr(zc, mc),
         "heads_mean_milder": int((mc > zc + 0.5).sum()),
         "heads_mean_harsher": int((mc < zc - 0.5).sum()),
+        # ... and against the role means, and the two means against each
+        # other.
+        "zero_vs_by_role": dict(zero_vs_role,
+                                heads_milder=int((rc > zc + 0.5).sum()),
+                                heads_harsher=int((rc < zc - 0.5).sum())),
+        "mean_vs_by_role": corr(mc, rc),
         "most_harmful_either": [
             {"head": h.replace("head-", ""),
              "zero_change_percent": round(z[h]["relative_change_percent"], 2),
              "mean_change_percent": round(mn[h]["relative_change_percent"], 2),
-             "zero_correct": z[h]["correct"], "mean_correct": mn[h]["correct"]}
+             "by_role_change_percent": round(ro[h]["relative_change_percent"], 2),
+             "zero_correct": z[h]["correct"], "mean_correct": mn[h]["correct"],
+             "by_role_correct": ro[h]["correct"],
+             "zero": change(z[h], zero["baseline"]),
+             "mean": change(mn[h], mean["baseline"]),
+             "by_role": change(ro[h], role["baseline"])}
             for h in worst],
     }
 
@@ -208,6 +352,7 @@ def update_mean_ablation(args):
         client.close()
         proc.terminate()
         proc.wait()
+    card["reproduction"] = card_markdown.reproduction(card)
     write_card(m, card)
 
 
@@ -259,8 +404,12 @@ def main():
         ev = evaluate_model.evaluate(client, test_rows)
         probe = order_probe(client, test_rows)
         specs = ["--heads", "--layers"]
+        half = info["num_layers"] // 2  # the study's low and high layers
         for f in (0.1, 0.2, 0.3, 0.4, 0.5):
-            specs += [f"--random={f},{args.repeats},1,0-5", f"--random={f},{args.repeats},1,6-11"]
+            specs += [f"--random={f},{args.repeats},1,0-{half - 1}",
+                      f"--random={f},{args.repeats},1,{half}-{info['num_layers'] - 1}"]
+        # The study's "a random 10-20% of the 144 heads": drawn from all.
+        specs += [f"--random={f},{args.repeats},1" for f in (0.1, 0.2)]
         t0 = time.time()
         subprocess.run([os.path.join(args.bin, "bertology"), "sweep",
                         f"--target=127.0.0.1:{port}", "--data=" + os.path.join(m, "data", "test.tsv"),
@@ -292,7 +441,9 @@ def main():
             "layers": info["num_layers"], "heads": info["num_heads"],
             "hidden_size": info["hidden_size"], "vocab_size": info["vocab_size"],
             "files": files, "test_examples": ev["examples"],
-            "test_accuracy": round(ev["accuracy"], 4), "confusion": ev["confusion"],
+            "test_accuracy": round(ev["accuracy"], 4), "test_correct": ev["correct"],
+            "test_accuracy_ci": rounded(wilson(ev["correct"], ev["examples"])),
+            "confusion": ev["confusion"],
             "baselines": baselines, "order_probe": probe,
             "train_seconds": round(args.train_seconds), "train_log": train_log,
             "sweep_examples": min(args.sweep_examples, len(test_rows)),
@@ -309,6 +460,7 @@ def main():
             "train_seconds": round(start_log["epochs"][-1]["elapsed_s"]),
             "best_dev_masked_token_accuracy": round(
                 start_log["best_dev_masked_token_accuracy"], 4)}
+    card["reproduction"] = card_markdown.reproduction(card)
     write_card(m, card)
 
 

@@ -2,16 +2,20 @@
 its model card (models/<name>/card.json), its test accuracy measured
 through Classify is at least the card's figure minus 0.5 points, and the
 card's head findings (scripts/head_findings.py) are re-measured where they
-are deterministic. Its starting point, models/querytitle-zh-tiny-mlm, is an
-HF BertForMaskedLM (checked by an independent float64 reading of its LM
-head, tests/golden/mlm_reference.py), the model the classifier was
-fine-tuned from (same vocabulary), and is served beside it, so that
-CompareAttention and `bertology compare` run on the shipped files as the
-README shows.
+are deterministic: the term-matching heads and their uniform-attention
+level, the segmenting heads by MCC beside the trivial baselines, the
+word-order probe's grades. Every accuracy change the card reports carries
+its 95% interval, and its verdicts on the study's claims are the ones
+card_markdown.reproduction draws from its numbers. Its starting point,
+models/querytitle-zh-tiny-mlm, is an HF BertForMaskedLM (checked by an
+independent float64 reading of its LM head, tests/golden/mlm_reference.py),
+the model the classifier was fine-tuned from (same vocabulary), and is
+served beside it, so that CompareAttention and `bertology compare` run on
+the shipped files as the README shows.
 
-Run by ctest; by hand:
-  PYTHONPATH=build/python:client/python BERTOLOGY_BIN_DIR=build/bin \
-      /usr/bin/python3 -m unittest -v tests/python/test_default_model.py
+Run by ctest; by hand, from tests/python:
+  PYTHONPATH=../../build/python BERTOLOGY_BIN_DIR=../../build/bin \
+      /usr/bin/python3 -m unittest -v test_default_model
 """
 import csv
 import json
@@ -28,8 +32,12 @@ SOURCE_DIR = os.environ.get(
     "BERTOLOGY_SOURCE_DIR",
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
-MODEL_DIR = os.path.join(SOURCE_DIR, "models", "querytitle-zh-tiny")
-MLM_DIR = os.path.join(SOURCE_DIR, "models", "querytitle-zh-tiny-mlm")
+# BERTOLOGY_DEFAULT_MODEL_DIR checks a card written elsewhere (e.g. `make
+# card CARD_MODEL=out/cardtest/querytitle-zh-tiny`), its starting point
+# beside it as DIR-mlm.
+MODEL_DIR = os.environ.get("BERTOLOGY_DEFAULT_MODEL_DIR") or os.path.join(
+    SOURCE_DIR, "models", "querytitle-zh-tiny")
+MLM_DIR = MODEL_DIR.rstrip("/") + "-mlm"
 BUDGET = 16 * 1024 * 1024  # bytes per shipped model
 sys.path.insert(0, os.path.join(SOURCE_DIR, "scripts"))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
@@ -37,6 +45,7 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
 import card_markdown  # noqa: E402
 import evaluate_model  # noqa: E402
 import head_findings  # noqa: E402
+import make_model_card  # noqa: E402
 import mlm_reference  # noqa: E402
 from bertology_client import Client  # noqa: E402
 from live_server import LiveServer  # noqa: E402
@@ -125,13 +134,139 @@ class DefaultModelTest(unittest.TestCase):
                                          mask={"ablate": term})
         self.assertEqual(masked["correct"], masking["term_heads"]["correct"])
 
+    def test_term_matching_uniform_level(self):
+        """The uniform level beside the term-matching heads: present, below
+        the top head, recomputed from Tokenize as head_findings does, and
+        equal to what AnalyzeHeads measures for a head made to attend
+        uniformly (mode "uniform") on the same rows."""
+        found = self.card.get("head_findings")
+        if found is None:
+            self.skipTest("card.json has no head_findings yet (make card)")
+        u = found["term_matching_uniform"]
+        level = u["cross_segment_match"]
+        top = found["term_matching_heads"][0]["cross_segment_match"]
+        self.assertGreater(level, 0)
+        self.assertLess(level, top, u)
+        rows = evaluate_model.read_tsv(os.path.join(MODEL_DIR, "data", "test.tsv"))
+        pairs = [(a, b) for a, b, _ in rows[:found["analyze_examples"]]]
+        got, with_match = head_findings.uniform_match(
+            self.client, pairs, head_findings.unk_id(MODEL_DIR))
+        self.assertEqual(with_match, u["examples_with_match"])
+        self.assertAlmostEqual(got, level, delta=1e-5)
+        uniform = self.client.analyze_heads(
+            pairs, mask={"ablate": [(0, 0)], "mode": "uniform"})
+        self.assertAlmostEqual(float(uniform["cross_segment_match"][0, 0]), level,
+                               delta=1e-4)
+        # The low-layer comparison is built on low-layer heads above it, or
+        # dropped with the reason.
+        tm = found["term_masking"]
+        first, last = tm["low_layers"]
+        if tm["low_term_heads"] is None:
+            self.assertIsNone(tm["layers_0_5_but_term_heads"])
+            self.assertTrue(tm["layers_0_5_but_term_heads_dropped"])
+        else:
+            for x in found["low_layer_term_heads"]["heads"]:
+                self.assertTrue(first <= x["head"][0] <= last, x)
+                self.assertGreater(x["cross_segment_match"], level, x)
+            self.assertEqual([x["head"] for x in found["low_layer_term_heads"]["heads"]],
+                             tm["low_term_heads"]["heads"])
+
+    def test_every_change_has_an_interval(self):
+        """Each accuracy change in card.json (an entry with a relative
+        change) carries the paired 95% interval of the accuracy difference,
+        the interval holds the difference, and "distinguishable" says
+        whether it excludes 0; each baseline carries its Wilson interval."""
+        changes, baselines = [], []
+
+        def walk(x, path):
+            if isinstance(x, dict):
+                if "change_percent" in x:
+                    changes.append((path, x))
+                if "accuracy_ci" in x and "accuracy" in x:
+                    baselines.append((path, x))
+                for k, v in x.items():
+                    walk(v, path + "/" + str(k))
+            elif isinstance(x, list):
+                for i, v in enumerate(x):
+                    walk(v, f"{path}[{i}]")
+        walk(self.card, "")
+        self.assertGreater(len(changes), 100)
+        for path, c in changes:
+            ci = c.get("delta_ci")
+            self.assertIsNotNone(ci, path)
+            self.assertEqual(len(ci), 2, path)
+            self.assertLessEqual(ci[0], c["accuracy_delta"] + 1e-4, path)
+            self.assertGreaterEqual(ci[1], c["accuracy_delta"] - 1e-4, path)
+            self.assertEqual(c["distinguishable"], ci[0] > 0 or ci[1] < 0, path)
+            self.assertIsInstance(c["rows_delta"], int, path)
+        for key in ("findings", "head_findings"):
+            self.assertTrue(any(p.startswith("/" + key) for p, _ in changes), key)
+        self.assertTrue(baselines)
+        for path, b in baselines:
+            lo, hi = b["accuracy_ci"]
+            self.assertTrue(lo <= b["accuracy"] <= hi, path)
+        lo, hi = self.card["test_accuracy_ci"]
+        self.assertTrue(lo <= self.card["test_accuracy"] <= hi)
+        # The single heads' changes the card names, counted from the rows.
+        f = self.card["findings"]
+        for c in f["single_heads"]["most_harmful"] + f["single_heads"]["most_helpful"]:
+            self.assertEqual(c["rows_delta"], c["correct"] - f["baseline"]["correct"], c)
+
+    def test_segmentation_baselines_reproduce(self):
+        """SegmentWords on the card's rows: the heads ranked by MCC, the two
+        trivial baselines and their oracle as the card has them, and the
+        segmentation claim judged against always-next."""
+        found = self.card.get("head_findings")
+        if found is None:
+            self.skipTest("card.json has no head_findings yet (make card)")
+        seg = found["segmenting_heads"]
+        for name in ("always_next", "always_sep"):
+            for key in ("mcc", "balanced_accuracy", "f1", "accuracy"):
+                self.assertIsNotNone(seg["baselines"][name][key], (name, key))
+        self.assertIsNotNone(seg["baselines_oracle"])
+        words = evaluate_model.read_tsv(os.path.join(MODEL_DIR, "data", "test_words.tsv"))
+        got = self.client.segment_words([(a, b) for a, b, _ in words[:seg["examples"]]],
+                                        top_k=found["k"])
+        self.assertEqual(got["characters"], seg["characters"])
+        self.assertEqual([list(h) for h in got["best_heads"]],
+                         [x["head"] for x in seg["by_mcc"]])
+        for x in seg["by_mcc"]:
+            self.assertAlmostEqual(float(got["mcc"][tuple(x["head"])]), x["mcc"], delta=2e-4)
+        for name in ("always_next", "always_sep"):
+            self.assertAlmostEqual(got["baselines"][name]["mcc"],
+                                   seg["baselines"][name]["mcc"], delta=2e-4)
+        self.assertAlmostEqual(got["oracle_baselines"], seg["baselines_oracle"], delta=2e-4)
+        claims = {c["claim"]: c for c in self.card["reproduction"]}
+        segmenting = [c for t, c in claims.items() if t.startswith("Some heads segment words")]
+        self.assertEqual(len(segmenting), 1)
+        beats = seg["by_mcc"][0]["mcc"] > seg["baselines"]["always_next"]["mcc"]
+        self.assertEqual(segmenting[0]["status"],
+                         "reproduced" if beats else "not reproduced")
+
+    def test_reproduction_is_the_card(self):
+        """The card's verdicts on the study's claims are
+        card_markdown.reproduction of its numbers, each with a test."""
+        claims = self.card["reproduction"]
+        self.assertEqual(claims, card_markdown.reproduction(self.card))
+        for c in claims:
+            self.assertIn(c["status"], ("reproduced", "not reproduced", "not measured"), c)
+            if c["status"] != "not measured":
+                self.assertTrue(c["test"] and c["measured"], c)
+
+    def test_order_probe_reproduces(self):
+        """The word-order probe's grades (Classify, deterministic)."""
+        rows = evaluate_model.read_tsv(os.path.join(MODEL_DIR, "data", "test.tsv"))
+        probe = make_model_card.order_probe(self.client, rows)
+        self.assertEqual(probe, self.card["order_probe"])
+        self.assertEqual(sum(probe["grades_shuffled"].values()), probe["pairs"])
+
     def test_mean_ablation_reproduces(self):
         """The card's mean-ablation sweep: the statistics over the dev rows
         computed again through the Python client (their id is not compared:
         it digests the model's identity, which holds the weights file's
         mtime, new in every checkout), and the two heads the card finds
-        most harmful, mean-ablated through Classify, score the sweep's
-        counts."""
+        most harmful, mean-ablated through Classify (pooled and by role),
+        score the sweeps' counts."""
         a = self.card.get("mean_ablation")
         if a is None:
             self.skipTest("card.json has no mean_ablation yet (make card)")
@@ -153,9 +288,14 @@ class DefaultModelTest(unittest.TestCase):
             zero = evaluate_model.evaluate(self.client, rows,
                                            mask={"ablate": head})
             self.assertEqual(zero["correct"], r["zero_correct"], r)
-            differ = differ or mean["correct"] != zero["correct"]
-        # Mean ablation is another intervention than zero: measured here, the
-        # two modes score these heads differently.
+            role = evaluate_model.evaluate(
+                self.client, rows, mask={"ablate": head, "mode": "mean_by_role",
+                                         "statistics": st["id"]})
+            self.assertEqual(role["correct"], r["by_role_correct"], r)
+            differ = differ or zero["correct"] != mean["correct"] or (
+                zero["correct"] != role["correct"])
+        # Mean ablation is another intervention than zero: measured here, a
+        # mean mode (pooled or by role) scores these heads differently.
         self.assertTrue(differ, a["most_harmful_either"][:2])
 
     def test_starting_point_is_what_the_classifier_started_from(self):
