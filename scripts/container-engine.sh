@@ -13,7 +13,7 @@
 
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 VERSION=$(sed -n 's/.*kBertologyVersion\[\] = "\([^"]*\)".*/\1/p' \
-  "$ROOT/server/service/version.h")
+  "$ROOT/server/service/registry/version.h")
 IMAGE=${IMAGE:-localhost/bertology-server:$VERSION}
 
 if [ -z "${ENGINE:-}" ]; then

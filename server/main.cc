@@ -23,7 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/core/model/blas_core.h"
-#include "server/service/server.h"
+#include "server/service/rpc/server.h"
 
 ABSL_FLAG(std::vector<std::string>, model, {},
           "NAME=DIR of an HF BERT model directory to serve; repeatable (or "

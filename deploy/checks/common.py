@@ -18,7 +18,7 @@ import yaml
 DEPLOY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.dirname(DEPLOY)
 # The server version: the images' tag (deploy/k8s, docker/).
-with open(os.path.join(SOURCE, "server", "service", "version.h")) as _f:
+with open(os.path.join(SOURCE, "server", "service", "registry", "version.h")) as _f:
     SERVER_VERSION = re.search(r'kBertologyVersion\[\] = "([^"]+)"',
                                _f.read()).group(1)
 K8S = os.path.join(DEPLOY, "k8s")
@@ -157,7 +157,7 @@ def help_flags(binary, args, pattern):
 
 def metric_names():
     """bertology_* metric names the server's code registers."""
-    return names_in(os.path.join(SOURCE, "server", "service", "*.cc"))
+    return names_in(os.path.join(SOURCE, "server", "service", "*", "*.cc"))
 
 
 def job_metric_names():

@@ -76,7 +76,7 @@ def check_generic(docs, out):
             elif name.split("/")[-1].startswith("bertology-server") and \
                     tag != SERVER_VERSION:
                 out.append("%s.image %s: the tag is not the server version "
-                           "%s (server/service/version.h)" % (cn, image,
+                           "%s (server/service/registry/version.h)" % (cn, image,
                                                               SERVER_VERSION))
             cmd = c.get("command", [])
             if cmd[:1] == ["cp"]:

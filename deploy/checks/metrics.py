@@ -25,7 +25,7 @@ def check_hpa(hpa, dep, ctx, out):
         kind = m.get("type")
         if kind == "Pods":
             check_hpa_metric(n, i, m["pods"], "pods", "custom", ctx.metrics,
-                             "the server exports (server/service/*.cc)", ctx,
+                             "the server exports (server/service/*/*.cc)", ctx,
                              out)
         elif kind == "External":
             check_hpa_metric(n, i, m["external"], "external", "external",

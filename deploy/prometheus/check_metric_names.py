@@ -4,7 +4,7 @@ only metrics the code exports, and only recording rules the rules define;
 with promtool installed, also that the dashboard's expressions parse.
 
 Exported names are the whole string literals `"bertology_..."` and
-`"process_..."` of server/service/metrics.cc (the server, process_* included)
+`"process_..."` of server/service/metrics/metrics.cc (the server, process_* included)
 and client/cli/sweep_metrics.cc (`bertology sweep --metrics-listen`);
 histograms add _bucket, _sum and _count. Metrics of other exporters the rules
 may use are listed in EXTERNAL. Exit status 1 with one line per unknown name.
@@ -24,7 +24,7 @@ EXTERNAL = {
     "up",  # Prometheus itself
     "kube_pod_container_resource_limits",  # kube-state-metrics
 }
-SOURCES = ["server/service/metrics.cc", "client/cli/sweep_metrics.cc"]
+SOURCES = ["server/service/metrics/metrics.cc", "client/cli/sweep_metrics.cc"]
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 # A metric or recording-rule name of ours (or an EXTERNAL one) in PromQL.
 TOKEN = re.compile(r"\b(?:bertology[_:]|process_|kube_|up\b)[A-Za-z0-9_:]*")

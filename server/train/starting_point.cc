@@ -2,7 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "server/core/status_macros.h"
+#include "common/status_macros.h"
 #include "server/core/tokenizer/vocab.h"
 
 namespace bertology {

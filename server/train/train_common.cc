@@ -10,7 +10,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "server/core/status_macros.h"
+#include "common/status_macros.h"
 #include "server/core/tokenizer/tokenizer.h"
 #include "server/train/vocab_builder.h"
 

@@ -82,7 +82,7 @@ printf '#include "bertology/v1/bertology.pb.h"\n' >"$tmp/probe.cc"
 flags=$(/usr/bin/python3 - "$tmp/build/compile_commands.json" <<'PY'
 import json, shlex, sys
 entry = [e for e in json.load(open(sys.argv[1]))
-         if e["file"].endswith("server/service/get_model_info.cc")][0]
+         if e["file"].endswith("server/service/handlers/get_model_info.cc")][0]
 args = shlex.split(entry["command"])
 out = [a for i, a in enumerate(args)
        if a.startswith(("-I", "-D", "-std")) or a == "-isystem" or

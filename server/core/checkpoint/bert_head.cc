@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/core/status_macros.h"
+#include "common/status_macros.h"
 
 namespace bertology {
 namespace {

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/core/checkpoint/bert_head.h"
-#include "server/core/status_macros.h"
+#include "common/status_macros.h"
 #include "server/core/tokenizer/tokenizer_config.h"
 
 namespace bertology {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/core/model/model.h"
 #include "server/core/model/model_tensors.h"
-#include "server/core/status_macros.h"
+#include "common/status_macros.h"
 
 namespace bertology {
 namespace {

@@ -18,7 +18,7 @@
 #include "server/core/model/device_copy.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model_tensors.h"
-#include "server/core/status_macros.h"
+#include "common/status_macros.h"
 #include "server/core/tokenizer/vocab.h"
 
 namespace bertology {

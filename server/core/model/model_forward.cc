@@ -16,7 +16,7 @@
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model.h"
 #include "server/core/model/model_tensors.h"
-#include "server/core/status_macros.h"
+#include "common/status_macros.h"
 
 namespace bertology {
 namespace {

@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/core/model/model_tensors.h"
 #include "server/core/model/threading.h"
-#include "server/core/status_macros.h"
+#include "common/status_macros.h"
 #include "server/core/sweep/ordered_parallel.h"
 
 namespace bertology {
