@@ -55,6 +55,15 @@ const char* AblationModeName(AblationMode mode) {
   return "unknown";
 }
 
+std::optional<AblationMode> AblationModeFromName(const std::string& name) {
+  for (AblationMode m :
+       {AblationMode::kZero, AblationMode::kUniform, AblationMode::kMean,
+        AblationMode::kResample, AblationMode::kMeanByRole}) {
+    if (name == AblationModeName(m)) return m;
+  }
+  return std::nullopt;
+}
+
 const char* ResampleAlignmentName(ResampleAlignment alignment) {
   switch (alignment) {
     case ResampleAlignment::kMatchedLengths:

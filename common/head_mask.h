@@ -38,6 +38,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,8 @@ enum class AblationMode { kZero, kUniform, kMean, kResample, kMeanByRole };
 
 // "zero", "uniform", "mean", "resample", "mean_by_role".
 const char* AblationModeName(AblationMode mode);
+// The mode AblationModeName calls `name`, or nullopt.
+std::optional<AblationMode> AblationModeFromName(const std::string& name);
 // True for the modes that read reference statistics (kMean, kMeanByRole,
 // kResample).
 inline bool ModeNeedsReference(AblationMode mode) {

@@ -1,11 +1,13 @@
 #include "client/cli/mask_flags.h"
 
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/ablation_mode_proto.h"
 
 namespace bertology {
 namespace client {
@@ -85,29 +87,18 @@ std::vector<FlagSpec> SweepSpecFlags() {
 
 absl::StatusOr<v1::AblationMode> ParseMode(const Args& args) {
   const std::string mode = args.Get("mode", "zero");
-  if (mode == "zero") return v1::ABLATION_MODE_ZERO;
-  if (mode == "uniform") return v1::ABLATION_MODE_UNIFORM;
-  if (mode == "mean") return v1::ABLATION_MODE_MEAN;
-  if (mode == "resample") return v1::ABLATION_MODE_RESAMPLE;
-  if (mode == "mean_by_role") return v1::ABLATION_MODE_MEAN_BY_ROLE;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--mode=", mode,
-                   " is not zero, uniform, mean, mean_by_role or resample"));
+  const std::optional<AblationMode> core = AblationModeFromName(mode);
+  if (!core) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mode=", mode,
+                     " is not zero, uniform, mean, mean_by_role or resample"));
+  }
+  return AblationModeToProto(*core);
 }
 
 std::string ModeName(v1::AblationMode mode) {
-  switch (mode) {
-    case v1::ABLATION_MODE_UNIFORM:
-      return "uniform";
-    case v1::ABLATION_MODE_MEAN:
-      return "mean";
-    case v1::ABLATION_MODE_RESAMPLE:
-      return "resample";
-    case v1::ABLATION_MODE_MEAN_BY_ROLE:
-      return "mean_by_role";
-    default:
-      return "zero";
-  }
+  return AblationModeName(
+      AblationModeFromProto(mode).value_or(AblationMode::kZero));
 }
 
 absl::StatusOr<v1::ResampleOptions> ParseResample(const Args& args) {

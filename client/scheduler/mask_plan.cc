@@ -9,26 +9,17 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/ablation_mode_proto.h"
 #include "common/mask_generators.h"
 
 namespace bertology {
 namespace client {
 namespace {
 
-// The mode's name appears in the generated specs, so it must map one to one.
+// The mode's name appears in the generated specs, so it must map one to one
+// (an unset mode is zero, as the server reads it).
 AblationMode CoreMode(v1::AblationMode mode) {
-  switch (mode) {
-    case v1::ABLATION_MODE_UNIFORM:
-      return AblationMode::kUniform;
-    case v1::ABLATION_MODE_MEAN:
-      return AblationMode::kMean;
-    case v1::ABLATION_MODE_RESAMPLE:
-      return AblationMode::kResample;
-    case v1::ABLATION_MODE_MEAN_BY_ROLE:
-      return AblationMode::kMeanByRole;
-    default:
-      return AblationMode::kZero;
-  }
+  return AblationModeFromProto(mode).value_or(AblationMode::kZero);
 }
 
 // Generated masks as explicit ablate lists with the generator's own ids and

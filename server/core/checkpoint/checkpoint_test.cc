@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "server/core/checkpoint/checkpoint_fixtures.h"
+#include "server/core/checkpoint/checkpoint_fixtures_for_tests.h"
 
 namespace bertology {
 namespace {

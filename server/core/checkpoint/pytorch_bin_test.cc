@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "server/core/checkpoint/checkpoint_fixtures.h"
+#include "server/core/checkpoint/checkpoint_fixtures_for_tests.h"
 #include "server/core/checkpoint/state_dict.h"
 
 namespace bertology {

@@ -16,7 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "server/core/model/bert_layer.h"
-#include "server/core/model/golden_util.h"
+#include "server/core/model/golden_for_tests.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model.h"
 #include "server/core/model/model_tensors.h"

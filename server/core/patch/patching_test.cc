@@ -10,7 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/core/model/golden_util.h"
+#include "server/core/model/golden_for_tests.h"
 
 namespace bertology {
 namespace {

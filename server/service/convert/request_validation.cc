@@ -1,5 +1,9 @@
 #include "server/service/convert/request_validation.h"
 
+#include <optional>
+
+#include "common/ablation_mode_proto.h"
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -17,26 +21,16 @@ namespace bertology {
 absl::StatusOr<AblationMode> ParseAblationMode(v1::AblationMode mode,
                                                AblationMode fallback,
                                                const std::string& field) {
-  switch (mode) {
-    case v1::ABLATION_MODE_UNSPECIFIED:
-      return fallback;
-    case v1::ABLATION_MODE_ZERO:
-      return AblationMode::kZero;
-    case v1::ABLATION_MODE_UNIFORM:
-      return AblationMode::kUniform;
-    case v1::ABLATION_MODE_MEAN:
-      return AblationMode::kMean;
-    case v1::ABLATION_MODE_RESAMPLE:
-      return AblationMode::kResample;
-    case v1::ABLATION_MODE_MEAN_BY_ROLE:
-      return AblationMode::kMeanByRole;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, "=", static_cast<int>(mode),
-          " is not a known AblationMode (ABLATION_MODE_ZERO=1, "
-          "ABLATION_MODE_UNIFORM=2, ABLATION_MODE_MEAN=3, "
-          "ABLATION_MODE_RESAMPLE=4, ABLATION_MODE_MEAN_BY_ROLE=5)"));
+  if (mode == v1::ABLATION_MODE_UNSPECIFIED) return fallback;
+  const std::optional<AblationMode> core = AblationModeFromProto(mode);
+  if (!core) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, "=", static_cast<int>(mode),
+        " is not a known AblationMode (ABLATION_MODE_ZERO=1, "
+        "ABLATION_MODE_UNIFORM=2, ABLATION_MODE_MEAN=3, "
+        "ABLATION_MODE_RESAMPLE=4, ABLATION_MODE_MEAN_BY_ROLE=5)"));
   }
+  return *core;
 }
 
 absl::StatusOr<std::vector<LayerHead>> ParseLayerHeads(

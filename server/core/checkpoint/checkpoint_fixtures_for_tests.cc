@@ -1,4 +1,4 @@
-#include "server/core/checkpoint/checkpoint_fixtures.h"
+#include "server/core/checkpoint/checkpoint_fixtures_for_tests.h"
 
 #include <stdlib.h>
 

@@ -1,8 +1,8 @@
 // Test-only: the torch.save / safetensors fixtures written by
 // tests/fixtures/make_checkpoint_fixtures.py (real torch.save, run with
 // Debian's /usr/bin/python3), made once per test binary.
-#ifndef BERTOLOGY_CORE_CHECKPOINT_FIXTURES_H_
-#define BERTOLOGY_CORE_CHECKPOINT_FIXTURES_H_
+#ifndef BERTOLOGY_CORE_CHECKPOINT_CHECKPOINT_FIXTURES_FOR_TESTS_H_
+#define BERTOLOGY_CORE_CHECKPOINT_CHECKPOINT_FIXTURES_FOR_TESTS_H_
 
 #include <string>
 
@@ -14,4 +14,4 @@ std::string MakeCheckpointFixtures(std::string* why);
 
 }  // namespace bertology
 
-#endif  // BERTOLOGY_CORE_CHECKPOINT_FIXTURES_H_
+#endif  // BERTOLOGY_CORE_CHECKPOINT_CHECKPOINT_FIXTURES_FOR_TESTS_H_

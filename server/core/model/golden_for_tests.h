@@ -2,8 +2,8 @@
 // the float64 reference scripts there): where the source tree is, reading a
 // golden, nested number arrays as tensors, encodings from token ids, and
 // interventions.golden.json's reference statistics and case masks.
-#ifndef BERTOLOGY_CORE_GOLDEN_UTIL_H_
-#define BERTOLOGY_CORE_GOLDEN_UTIL_H_
+#ifndef BERTOLOGY_CORE_MODEL_GOLDEN_FOR_TESTS_H_
+#define BERTOLOGY_CORE_MODEL_GOLDEN_FOR_TESTS_H_
 
 #include <torch/torch.h>
 
@@ -189,4 +189,4 @@ class InterventionsFixture : public ::testing::Test {
 }  // namespace golden
 }  // namespace bertology
 
-#endif  // BERTOLOGY_CORE_GOLDEN_UTIL_H_
+#endif  // BERTOLOGY_CORE_MODEL_GOLDEN_FOR_TESTS_H_
