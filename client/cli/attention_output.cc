@@ -9,47 +9,17 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/float_codec.h"
 
 namespace bertology {
 namespace client {
 namespace {
-
-// Little-endian on the wire whatever the host is, so assemble the bits by
-// hand rather than memcpy the bytes.
-uint32_t LoadLe(const std::string& bytes, size_t offset, int width) {
-  uint32_t v = 0;
-  for (int i = width - 1; i >= 0; --i) {
-    v = (v << 8) | static_cast<uint8_t>(bytes[offset + i]);
-  }
-  return v;
-}
-
-float BitsToFloat(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
 
 bool IsFloat16(v1::AttentionEncoding e) {
   return e == v1::ATTENTION_ENCODING_FLOAT16;
 }
 
 }  // namespace
-
-float HalfToFloat(uint16_t half) {
-  const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
-  const int exponent = (half >> 10) & 0x1f;
-  const uint32_t mantissa = half & 0x3ffu;
-  if (exponent == 0x1f) {  // inf or NaN
-    return BitsToFloat(sign | 0x7f800000u | (mantissa << 13));
-  }
-  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24
-    const float v = std::ldexp(static_cast<float>(mantissa), -24);
-    return sign != 0 ? -v : v;
-  }
-  return BitsToFloat(sign | static_cast<uint32_t>(exponent - 15 + 127) << 23 |
-                     mantissa << 13);
-}
 
 absl::StatusOr<std::vector<float>> DecodeAttentionMap(
     const std::string& bytes, int size, v1::AttentionEncoding encoding) {
@@ -60,13 +30,7 @@ absl::StatusOr<std::vector<float>> DecodeAttentionMap(
                                             bytes.size(), " bytes, not ", size,
                                             "x", size, "x", width));
   }
-  std::vector<float> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t bits = LoadLe(bytes, i * width, width);
-    out[i] = width == 2 ? HalfToFloat(static_cast<uint16_t>(bits))
-                        : BitsToFloat(bits);
-  }
-  return out;
+  return width == 2 ? DecodeFloat16(bytes) : DecodeFloat32(bytes);
 }
 
 absl::StatusOr<nlohmann::json> AttentionJson(

@@ -1,7 +1,7 @@
 // `bertology attention` output: the GetAttention response as JSON (for
 // scripts and notebooks) and as render::AttentionData (for the HTML head
 // view and the per-head SVGs). Maps arrive as little-endian FLOAT32 or
-// FLOAT16 bytes; both decode to float here.
+// FLOAT16 bytes; both decode to float here (common/float_codec.h).
 #ifndef BERTOLOGY_CLIENT_CLI_ATTENTION_OUTPUT_H_
 #define BERTOLOGY_CLIENT_CLI_ATTENTION_OUTPUT_H_
 
@@ -15,9 +15,6 @@
 
 namespace bertology {
 namespace client {
-
-// IEEE binary16 -> float (subnormals, inf and NaN included).
-float HalfToFloat(uint16_t half);
 
 // One map's [size x size] weights, row-major. DATA_LOSS when the byte count
 // does not match `size` and `encoding`.

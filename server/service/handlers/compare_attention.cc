@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/core/compare/attention_similarity.h"
 #include "server/core/model/model.h"
+#include "common/float_codec.h"
 #include "common/status_macros.h"
 #include "server/service/handlers/attention_passes.h"
 #include "server/service/convert/attention_view.h"

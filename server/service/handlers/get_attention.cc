@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/core/model/model.h"
+#include "common/float_codec.h"
 #include "common/status_macros.h"
 #include "server/service/convert/attention_view.h"
 #include "server/service/handlers/handlers.h"
