@@ -1,8 +1,6 @@
 #include "server/service/convert/attention_view.h"
 
 #include <cmath>
-#include <cstring>
-#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
