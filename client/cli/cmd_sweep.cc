@@ -21,7 +21,7 @@
 #include "client/cli/sweep_summary.h"
 #include "client/render/sweep_figures.h"
 #include "client/render/sweep_report.h"
-#include "client/scheduler/progress_bar.h"
+#include "client/terminal/progress_bar.h"
 #include "client/scheduler/sweep_scheduler.h"
 
 namespace bertology {

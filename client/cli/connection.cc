@@ -4,7 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "client/scheduler/targets.h"
+#include "client/transport/targets.h"
 
 namespace bertology {
 namespace client {

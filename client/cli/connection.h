@@ -17,7 +17,7 @@
 #include "absl/time/time.h"
 #include "bertology/v1/bertology.grpc.pb.h"
 #include "client/cli/args.h"
-#include "client/scheduler/channel_security.h"
+#include "client/transport/channel_security.h"
 #include "common/grpc_status.h"
 
 namespace bertology {

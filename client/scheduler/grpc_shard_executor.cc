@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "bertology/v1/bertology.grpc.pb.h"
-#include "client/scheduler/replica_resolver.h"
+#include "client/transport/replica_resolver.h"
 #include "client/scheduler/shard_executor.h"
 #include "common/grpc_status.h"
 

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "client/scheduler/progress_bar.h"
+#include "client/terminal/progress_bar.h"
 #include "gtest/gtest.h"
 
 namespace bertology {

@@ -1,8 +1,8 @@
 // Shows a sweep's progress on stderr: a redrawn bar with rate and ETA when
 // the stream is a terminal, otherwise one plain line per finished shard (and
 // at most one every few seconds in between), which is what a job log wants.
-#ifndef BERTOLOGY_CLIENT_SCHEDULER_PROGRESS_BAR_H_
-#define BERTOLOGY_CLIENT_SCHEDULER_PROGRESS_BAR_H_
+#ifndef BERTOLOGY_CLIENT_TERMINAL_PROGRESS_BAR_H_
+#define BERTOLOGY_CLIENT_TERMINAL_PROGRESS_BAR_H_
 
 #include <cstdio>
 #include <string>
@@ -41,4 +41,4 @@ class ProgressBar {
 }  // namespace client
 }  // namespace bertology
 
-#endif  // BERTOLOGY_CLIENT_SCHEDULER_PROGRESS_BAR_H_
+#endif  // BERTOLOGY_CLIENT_TERMINAL_PROGRESS_BAR_H_

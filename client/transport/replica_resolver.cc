@@ -1,4 +1,4 @@
-#include "client/scheduler/replica_resolver.h"
+#include "client/transport/replica_resolver.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>

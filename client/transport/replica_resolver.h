@@ -3,8 +3,8 @@
 // one replica per address, looked up with the system resolver (so
 // /etc/hosts and the cluster's DNS both count) and looked up again every
 // `interval`, so pods that come and go are seen during a sweep.
-#ifndef BERTOLOGY_CLIENT_SCHEDULER_REPLICA_RESOLVER_H_
-#define BERTOLOGY_CLIENT_SCHEDULER_REPLICA_RESOLVER_H_
+#ifndef BERTOLOGY_CLIENT_TRANSPORT_REPLICA_RESOLVER_H_
+#define BERTOLOGY_CLIENT_TRANSPORT_REPLICA_RESOLVER_H_
 
 #include <functional>
 #include <map>
@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "client/scheduler/targets.h"
+#include "client/transport/targets.h"
 #include "common/clock.h"
 
 namespace bertology {
@@ -59,4 +59,4 @@ class ReplicaResolver {
 }  // namespace client
 }  // namespace bertology
 
-#endif  // BERTOLOGY_CLIENT_SCHEDULER_REPLICA_RESOLVER_H_
+#endif  // BERTOLOGY_CLIENT_TRANSPORT_REPLICA_RESOLVER_H_

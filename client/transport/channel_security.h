@@ -2,8 +2,8 @@
 // TLS with a CA to trust, an optional client certificate (mutual TLS), and
 // an optional bearer token. Shared by the CLI's commands and the sweep
 // scheduler, which opens one channel per replica.
-#ifndef BERTOLOGY_CLIENT_SCHEDULER_CHANNEL_SECURITY_H_
-#define BERTOLOGY_CLIENT_SCHEDULER_CHANNEL_SECURITY_H_
+#ifndef BERTOLOGY_CLIENT_TRANSPORT_CHANNEL_SECURITY_H_
+#define BERTOLOGY_CLIENT_TRANSPORT_CHANNEL_SECURITY_H_
 
 #include <grpcpp/grpcpp.h>
 
@@ -52,4 +52,4 @@ absl::Status AttachToken(const ChannelSecurity& security,
 }  // namespace client
 }  // namespace bertology
 
-#endif  // BERTOLOGY_CLIENT_SCHEDULER_CHANNEL_SECURITY_H_
+#endif  // BERTOLOGY_CLIENT_TRANSPORT_CHANNEL_SECURITY_H_

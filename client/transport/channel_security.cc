@@ -1,4 +1,4 @@
-#include "client/scheduler/channel_security.h"
+#include "client/transport/channel_security.h"
 
 #include <fstream>
 #include <sstream>

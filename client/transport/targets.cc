@@ -1,4 +1,4 @@
-#include "client/scheduler/targets.h"
+#include "client/transport/targets.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"

@@ -13,8 +13,8 @@
 //       the addresses instead;
 //   "host:port"
 //       one channel to one server or to an L7 load balancer.
-#ifndef BERTOLOGY_CLIENT_SCHEDULER_TARGETS_H_
-#define BERTOLOGY_CLIENT_SCHEDULER_TARGETS_H_
+#ifndef BERTOLOGY_CLIENT_TRANSPORT_TARGETS_H_
+#define BERTOLOGY_CLIENT_TRANSPORT_TARGETS_H_
 
 #include <string>
 #include <vector>
@@ -47,4 +47,4 @@ absl::StatusOr<std::vector<ChannelTarget>> ParseTargets(
 }  // namespace client
 }  // namespace bertology
 
-#endif  // BERTOLOGY_CLIENT_SCHEDULER_TARGETS_H_
+#endif  // BERTOLOGY_CLIENT_TRANSPORT_TARGETS_H_

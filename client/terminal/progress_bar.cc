@@ -1,4 +1,4 @@
-#include "client/scheduler/progress_bar.h"
+#include "client/terminal/progress_bar.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "client/scheduler/targets.h"
+#include "client/transport/targets.h"
 
 #include "gtest/gtest.h"
 
