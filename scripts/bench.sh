@@ -37,7 +37,7 @@ if [[ ! -f $MODEL/config.json ]]; then
   exit 1
 fi
 # Debian 12's OpenBLAS falls back to its SSE3 kernels on CPUs it does not
-# know (OpenBLAS #4267; server/core/model/blas_core.h). The C++ binaries
+# know (OpenBLAS #4267; server/core/process/blas_core.h). The C++ binaries
 # fix that for themselves; the same fix goes to the Python anchors here, so
 # that engine and loop run the same kernels (the core in use is in the
 # JSON, openblas_core).

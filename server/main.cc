@@ -22,7 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/core/model/blas_core.h"
+#include "server/core/process/blas_core.h"
 #include "server/service/rpc/server.h"
 
 ABSL_FLAG(std::vector<std::string>, model, {},

@@ -9,7 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "server/core/model/blas_core.h"
+#include "server/core/process/blas_core.h"
 #include "server/train/trainer.h"
 
 ABSL_FLAG(std::string, objective, "classify",

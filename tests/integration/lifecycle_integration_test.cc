@@ -16,7 +16,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "server/core/model/bert_layer.h"
-#include "server/core/model/blas_core.h"
+#include "server/core/process/blas_core.h"
 #include "tests/integration/server_process.h"
 
 namespace bertology {

@@ -19,7 +19,7 @@
 #include "gtest/gtest.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model_tensors.h"
-#include "server/core/model/threading.h"
+#include "server/core/process/threading.h"
 
 namespace bertology {
 namespace {

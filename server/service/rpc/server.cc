@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "server/core/model/threading.h"
+#include "server/core/process/threading.h"
 #include "common/status_macros.h"
 #include "server/service/security/authorizer.h"
 #include "server/service/rpc/bertology_service.h"

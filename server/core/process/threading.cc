@@ -1,4 +1,4 @@
-#include "server/core/model/threading.h"
+#include "server/core/process/threading.h"
 
 #include <ATen/Parallel.h>
 #include <dlfcn.h>

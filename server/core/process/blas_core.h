@@ -7,8 +7,8 @@
 // GEMM 4-5x slower than the AVX-512 kernels the same library holds
 // (bench/RESULTS.md). OpenBLAS reads OPENBLAS_CORETYPE only while it loads,
 // before main() runs, so the fix is to set it and exec the program again.
-#ifndef BERTOLOGY_CORE_BLAS_CORE_H_
-#define BERTOLOGY_CORE_BLAS_CORE_H_
+#ifndef BERTOLOGY_CORE_PROCESS_BLAS_CORE_H_
+#define BERTOLOGY_CORE_PROCESS_BLAS_CORE_H_
 
 #include <string>
 
@@ -40,4 +40,4 @@ void ReexecWithFixedOpenBlasCore(char** argv);
 
 }  // namespace bertology
 
-#endif  // BERTOLOGY_CORE_BLAS_CORE_H_
+#endif  // BERTOLOGY_CORE_PROCESS_BLAS_CORE_H_

@@ -5,8 +5,8 @@
 // pool of its own, sized to all cores and blind to at::set_num_threads.
 // Both pools spin while waiting, so with both at the core count they take
 // turns preempting each other (see bench/RESULTS.md for the measurement).
-#ifndef BERTOLOGY_CORE_THREADING_H_
-#define BERTOLOGY_CORE_THREADING_H_
+#ifndef BERTOLOGY_CORE_PROCESS_THREADING_H_
+#define BERTOLOGY_CORE_PROCESS_THREADING_H_
 
 #include <string>
 
@@ -59,4 +59,4 @@ class SingleThreadedBlasScope {
 
 }  // namespace bertology
 
-#endif  // BERTOLOGY_CORE_THREADING_H_
+#endif  // BERTOLOGY_CORE_PROCESS_THREADING_H_

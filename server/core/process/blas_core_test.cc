@@ -1,4 +1,4 @@
-#include "server/core/model/blas_core.h"
+#include "server/core/process/blas_core.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
