@@ -36,7 +36,7 @@ def verdict(c):
 
 
 def chg(c, of=None):
-    """A change as the card reports it (make_model_card.change): relative
+    """A change as the card reports it (card_measures.change): relative
     change, net rows gained or lost, the accuracy difference in points with
     its paired 95% interval, and whether that excludes 0."""
     rows = f"{c['rows_delta']:+d} rows" + (f" of {of:,}" if of else "")

@@ -5,7 +5,7 @@ measured through the real server: the model card's "head_findings".
   PYTHONPATH=build/python:client/python /usr/bin/python3 \
       scripts/head_findings.py --model models/querytitle-zh-tiny
 
-starts `bertology-server` on MODEL (make_model_card.start_server), writes
+starts `bertology-server` on MODEL (card_server.start_server), writes
 OUT/findings.json (OUT defaults to MODEL/analysis) and keeps the CLI's
 tables and pictures in OUT/analyze/ (`bertology analyze`) and OUT/segment/
 (`bertology segment`). make_model_card.py calls measure() while its own
@@ -43,7 +43,7 @@ server is up and puts the result in card.json under "head_findings".
                        relative change = accuracy with the mask / without -
                        1, in percent, each with the server's paired 95%
                        interval of the accuracy difference
-  order masking        the card's word-order probe (make_model_card.
+  order masking        the card's word-order probe (card_measures.
                        order_probe: grade-4 test pairs, titles shuffled; the
                        predicted grades, their mean and the mean shift with
                        a paired 95% interval) under no mask, the top
@@ -75,9 +75,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import evaluate_model  # noqa: E402
-from make_model_card import (STARTING_POINT, baseline_entry, change,  # noqa: E402
-                             excludes_zero, order_predictions, order_summary,
-                             paired_interval, rounded, start_server)
+from card_measures import (baseline_entry, change, excludes_zero,  # noqa: E402
+                           order_predictions, order_summary, paired_interval,
+                           rounded)
+from card_server import STARTING_POINT, start_server  # noqa: E402
 
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block",
             "heterogeneous")
@@ -285,7 +286,7 @@ def term_masking(client, rows, term, randoms, low_layers, low_term, dropped):
 
 
 def order_masking(client, rows, order, randoms):
-    """The word-order probe (make_model_card.order_summary) with no mask,
+    """The word-order probe (card_measures.order_summary) with no mask,
     the order heads masked and each random mask; each mask's predicted
     grades against the unmasked ones on the same pairs: the mean change of
     the in-order pairs' grade and of the shuffled pairs' grade, with paired

@@ -62,10 +62,8 @@ class LiveServer:
 
 
 def health(channel):
-    """grpc.health.v1 Check of service "" with hand-encoded messages:
-    the response is field 1 (status) as a varint; 1 = SERVING."""
-    check = channel.unary_unary("/grpc.health.v1.Health/Check",
-                                request_serializer=lambda b: b,
-                                response_deserializer=lambda b: b)
-    response = check(b"", timeout=5)
-    return response[1] if len(response) >= 2 else 0
+    """grpc.health.v1 Check of service "" through the generated stub
+    (grpc_health.v1, built beside bertology.v1): the status, 1 = SERVING."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    stub = health_pb2_grpc.HealthStub(channel)
+    return stub.Check(health_pb2.HealthCheckRequest(), timeout=5).status

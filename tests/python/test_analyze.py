@@ -23,7 +23,6 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
@@ -34,19 +33,12 @@ import torch
 from bertology.v1 import bertology_pb2 as pb
 from bertology.v1 import bertology_pb2_grpc as pb_grpc
 
-SOURCE_DIR = os.environ.get(
-    "BERTOLOGY_SOURCE_DIR",
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
-MODEL_DIR = os.path.join(SOURCE_DIR, "tests", "golden", "tiny-bert-cls")
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
-from bertology_client import Client  # noqa: E402
-import head_stats_reference as ref  # noqa: E402
-import make_golden  # noqa: E402  (the reference BERT)
-import make_head_checkpoints as heads  # noqa: E402
-from live_server import LiveServer  # noqa: E402
-from test_heads import load_weights  # noqa: E402
+from testlib import BIN_DIR, TINY_MODEL_DIR as MODEL_DIR, load_weights
+from bertology_client import Client
+import head_stats_reference as ref
+import make_golden  # (the reference BERT)
+import make_head_checkpoints as heads
+from live_server import LiveServer
 
 LAYERS = make_golden.CONFIG["num_hidden_layers"]
 HEADS = make_golden.CONFIG["num_attention_heads"]

@@ -10,23 +10,16 @@ certificate from each CA and one from the right CA that expired in 2020.
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
 import grpc
 
-SOURCE = os.environ.get("BERTOLOGY_SOURCE_DIR",
-                        os.path.join(os.path.dirname(__file__), "..", ".."))
-BIN = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE, "build", "bin"))
-sys.path.insert(0, os.path.join(SOURCE, "client", "python"))
-sys.path.insert(0, os.path.dirname(__file__))
+from testlib import BIN_DIR as BIN, TINY_MODEL_DIR as MODEL
+from bertology_client import Client
+from live_server import LiveServer, health
+from pki import make_pki
 
-from bertology_client import Client  # noqa: E402
-from live_server import LiveServer, health  # noqa: E402
-from pki import make_pki  # noqa: E402
-
-MODEL = os.path.join(SOURCE, "tests", "golden", "tiny-bert-cls")
 FULL = "full-0123456789abcdef-token"
 READ = "read-0123456789abcdef-token"
 EXAMPLES = [("the film was good", "", 2), ("a bad plot", "", 0),

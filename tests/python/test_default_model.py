@@ -21,17 +21,22 @@ import csv
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
 import grpc
 import numpy as np
 
-SOURCE_DIR = os.environ.get(
-    "BERTOLOGY_SOURCE_DIR",
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
+from testlib import BIN_DIR, SOURCE_DIR
+import card_markdown
+import card_measures
+import evaluate_model
+import head_findings
+import mlm_reference
+from bertology_client import Client
+from live_server import LiveServer
+from make_golden import read_safetensors
+
 # BERTOLOGY_DEFAULT_MODEL_DIR checks a card written elsewhere (e.g. `make
 # card CARD_MODEL=out/cardtest/querytitle-zh-tiny`), its starting point
 # beside it as DIR-mlm.
@@ -39,17 +44,6 @@ MODEL_DIR = os.environ.get("BERTOLOGY_DEFAULT_MODEL_DIR") or os.path.join(
     SOURCE_DIR, "models", "querytitle-zh-tiny")
 MLM_DIR = MODEL_DIR.rstrip("/") + "-mlm"
 BUDGET = 16 * 1024 * 1024  # bytes per shipped model
-sys.path.insert(0, os.path.join(SOURCE_DIR, "scripts"))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
-import card_markdown  # noqa: E402
-import evaluate_model  # noqa: E402
-import head_findings  # noqa: E402
-import make_model_card  # noqa: E402
-import mlm_reference  # noqa: E402
-from bertology_client import Client  # noqa: E402
-from live_server import LiveServer  # noqa: E402
-from make_golden import read_safetensors  # noqa: E402
 
 
 def read_json(path):
@@ -256,7 +250,7 @@ class DefaultModelTest(unittest.TestCase):
     def test_order_probe_reproduces(self):
         """The word-order probe's grades (Classify, deterministic)."""
         rows = evaluate_model.read_tsv(os.path.join(MODEL_DIR, "data", "test.tsv"))
-        probe = make_model_card.order_probe(self.client, rows)
+        probe = card_measures.order_probe(self.client, rows)
         self.assertEqual(probe, self.card["order_probe"])
         self.assertEqual(sum(probe["grades_shuffled"].values()), probe["pairs"])
 

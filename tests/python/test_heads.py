@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
@@ -34,18 +33,12 @@ import transformers
 from bertology.v1 import bertology_pb2 as pb
 from bertology.v1 import bertology_pb2_grpc as pb_grpc
 
-SOURCE_DIR = os.environ.get(
-    "BERTOLOGY_SOURCE_DIR",
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
-from bertology_client import Client  # noqa: E402
-import make_golden  # noqa: E402  (the reference BERT)
-import make_head_checkpoints as heads  # noqa: E402  (the writer)
-import hf_oracle  # noqa: E402  (HF's own classes, tests/python/hf_oracle.py)
-from live_server import LiveServer  # noqa: E402
-from test_service import read_safetensors  # noqa: E402
+from testlib import BIN_DIR, load_weights
+from bertology_client import Client
+import make_golden  # (the reference BERT)
+import make_head_checkpoints as heads  # (the writer)
+import hf_oracle  # (HF's own classes, tests/python/hf_oracle.py)
+from live_server import LiveServer
 
 LAYERS = make_golden.CONFIG["num_hidden_layers"]
 HEADS = make_golden.CONFIG["num_attention_heads"]
@@ -53,22 +46,6 @@ TEXTS = [("the cat sat on the mat", ""), ("a dog", "it was there")]
 # Masks two heads of layer 1 and scales one of layer 2: moves the maps of
 # layers 1-2 and every logit well beyond the tolerances.
 MASK = [1.0] * HEADS + [0.0, 1.0, 0.0, 1.0] + [1.0, 0.5, 1.0, 1.0]
-
-
-def load_weights(directory):
-    """The file's tensors with HF's BertFor* names (bert. prefix), floats."""
-    st = os.path.join(directory, "model.safetensors")
-    if os.path.exists(st):
-        raw = read_safetensors(st)
-    else:
-        raw = torch.load(os.path.join(directory, "pytorch_model.bin"))
-    out = {}
-    for k, t in raw.items():
-        if k.startswith(("embeddings.", "encoder.", "pooler.")):
-            k = "bert." + k
-        if t.is_floating_point():
-            out[k] = t
-    return out
 
 
 class HeadsTest(unittest.TestCase):

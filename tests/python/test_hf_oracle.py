@@ -28,7 +28,6 @@ Run by ctest (python_hf_oracle_test, in the test venv); by hand:
 
 import json
 import os
-import sys
 import unicodedata
 import unittest
 
@@ -40,20 +39,15 @@ import transformers
 from bertology.v1 import bertology_pb2 as pb
 from bertology.v1 import bertology_pb2_grpc as pb_grpc
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE_DIR = os.environ.get("BERTOLOGY_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
-BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
-GOLDEN_DIR = os.path.join(SOURCE_DIR, "tests", "golden")
+from testlib import BIN_DIR, GOLDEN_DIR, SOURCE_DIR, TINY_MODEL_DIR as TINY_DIR
+import hf_oracle
+import make_hf_tokenizer_golden as hf_tok
+import tokenizer_reference
+from live_server import LiveServer
+
 SHARED_FIXTURES = os.path.join(
     os.environ.get("BERTOLOGY_SHARED_DIR", os.path.join(os.path.dirname(SOURCE_DIR), "shared")),
     "fixtures", "tokenizer")
-sys.path.insert(0, GOLDEN_DIR)
-import hf_oracle  # noqa: E402
-import make_hf_tokenizer_golden as hf_tok  # noqa: E402
-import tokenizer_reference  # noqa: E402
-from live_server import LiveServer  # noqa: E402
-
-TINY_DIR = os.path.join(GOLDEN_DIR, "tiny-bert-cls")
 DEFAULT_MODEL = os.path.join(SOURCE_DIR, "models", "querytitle-zh-tiny")
 # server/core/model/model_test.cc's tolerances for the float32 engine.
 LOGIT_TOL, ATTENTION_TOL = 1e-4, 1e-5

@@ -16,7 +16,6 @@ import random
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
@@ -26,19 +25,13 @@ import numpy as np
 from bertology.v1 import bertology_pb2 as pb
 from bertology.v1 import bertology_pb2_grpc as pb_grpc
 
-SOURCE_DIR = os.environ.get(
-    "BERTOLOGY_SOURCE_DIR",
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
-from bertology_client import Client  # noqa: E402
-import importance_reference as ref  # noqa: E402
-import make_golden  # noqa: E402
-from live_server import LiveServer  # noqa: E402
-from test_service import read_safetensors  # noqa: E402
+from testlib import BIN_DIR, TINY_MODEL_DIR as MODEL_DIR
+from bertology_client import Client
+import importance_reference as ref
+import make_golden
+from make_golden import read_safetensors
+from live_server import LiveServer
 
-MODEL_DIR = os.path.join(SOURCE_DIR, "tests", "golden", "tiny-bert-cls")
 L, H = ref.LAYERS, ref.HEADS
 
 

@@ -33,7 +33,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
@@ -44,18 +43,12 @@ import torch
 from bertology.v1 import bertology_pb2 as pb
 from bertology.v1 import bertology_pb2_grpc as pb_grpc
 
-SOURCE_DIR = os.environ.get(
-    "BERTOLOGY_SOURCE_DIR",
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
-MODEL_DIR = os.path.join(SOURCE_DIR, "tests", "golden", "tiny-bert-cls")
+from testlib import BIN_DIR, SOURCE_DIR, TINY_MODEL_DIR as MODEL_DIR, load_weights
+from bertology_client import Client
+import make_golden  # (the reference BERT)
+from live_server import LiveServer
+
 SHIPPED_DIR = os.path.join(SOURCE_DIR, "models", "querytitle-zh-tiny")
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
-from bertology_client import Client  # noqa: E402
-import make_golden  # noqa: E402  (the reference BERT)
-from live_server import LiveServer  # noqa: E402
-from test_heads import load_weights  # noqa: E402
 
 LAYERS = make_golden.CONFIG["num_hidden_layers"]
 HEADS = make_golden.CONFIG["num_attention_heads"]

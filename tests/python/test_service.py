@@ -10,7 +10,6 @@ Run by ctest; by hand:
 
 import json
 import os
-import sys
 import time
 import unittest
 
@@ -21,15 +20,10 @@ import torch
 from bertology.v1 import bertology_pb2 as pb
 from bertology.v1 import bertology_pb2_grpc as pb_grpc
 
-SOURCE_DIR = os.environ.get(
-    "BERTOLOGY_SOURCE_DIR",
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
-MODEL_DIR = os.path.join(SOURCE_DIR, "tests", "golden", "tiny-bert-cls")
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "golden"))
-import make_golden  # noqa: E402  (the reference BERT)
-from make_golden import read_safetensors  # noqa: E402,F401  (tests import it here)
-from live_server import LiveServer  # noqa: E402
+from testlib import BIN_DIR, TINY_MODEL_DIR as MODEL_DIR
+import make_golden  # (the reference BERT)
+from make_golden import read_safetensors
+from live_server import LiveServer
 
 TEXTS = [("the cat sat on the mat", ""), ("a dog", "it was there"),
          ("this was not what they said", "")]

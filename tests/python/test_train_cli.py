@@ -12,19 +12,14 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
 import grpc
 
-SOURCE_DIR = os.environ.get(
-    "BERTOLOGY_SOURCE_DIR",
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN_DIR = os.environ.get("BERTOLOGY_BIN_DIR", os.path.join(SOURCE_DIR, "build", "bin"))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "client", "python"))
-from bertology_client import Client  # noqa: E402
-from live_server import LiveServer  # noqa: E402
+from testlib import BIN_DIR
+from bertology_client import Client
+from live_server import LiveServer
 
 TINY = ["--layers=2", "--heads=2", "--hidden=16", "--intermediate=32",
         "--max_len=16", "--batch_size=16", "--lr=3e-3", "--dropout=0",

@@ -26,6 +26,8 @@ import numpy as np
 
 from bertology.v1 import bertology_pb2 as pb
 from bertology.v1 import bertology_pb2_grpc as pb_grpc
+from grpc_health.v1 import health_pb2 as health_pb
+from grpc_health.v1 import health_pb2_grpc as health_grpc
 
 _MODES = {
     None: pb.ABLATION_MODE_UNSPECIFIED,
@@ -84,20 +86,6 @@ _PATTERN_NAMES = {
 # One streamed sweep event: kind is "plan", "progress", "baseline" or
 # "result"; data is a dict (see _mask_result_dict for results).
 SweepEvent = collections.namedtuple("SweepEvent", ["kind", "data"])
-
-
-def _health_request(service):
-    """grpc.health.v1.HealthCheckRequest bytes: field 1 (string)."""
-    raw = service.encode()
-    if not raw:
-        return b""
-    size, n = b"", len(raw)
-    while True:  # varint length
-        size += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
-        n >>= 7
-        if not n:
-            break
-    return b"\x0a" + size + raw
 
 
 def _mode(mode):
@@ -452,6 +440,7 @@ class Client:
                                              _TokenInterceptor(token_file))
         self._channel = channel
         self._stub = pb_grpc.BertologyStub(self._channel)
+        self._health = health_grpc.HealthStub(self._channel)
 
     def close(self):
         self._raw_channel.close()
@@ -463,16 +452,12 @@ class Client:
         self.close()
 
     def health(self, service=""):
-        """grpc.health.v1 status: "SERVING", "NOT_SERVING", "UNKNOWN" (hand-
-        encoded so the grpcio-health-checking package is not needed)."""
-        check = self._channel.unary_unary(
-            "/grpc.health.v1.Health/Check",
-            request_serializer=_health_request,
-            response_deserializer=lambda b: b)
-        reply = check(service, timeout=self.timeout)
-        status = reply[1] if len(reply) >= 2 and reply[0] == 0x08 else 0
+        """grpc.health.v1 status: "SERVING", "NOT_SERVING", "UNKNOWN" (or
+        "SERVICE_UNKNOWN")."""
+        reply = self._health.Check(health_pb.HealthCheckRequest(service=service),
+                                   timeout=self.timeout)
         return {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING",
-                3: "SERVICE_UNKNOWN"}.get(status, "UNKNOWN")
+                3: "SERVICE_UNKNOWN"}.get(reply.status, "UNKNOWN")
 
     def info(self, model=None):
         """{"models": [dict per ModelInfo], "limits": dict}."""
