@@ -7,7 +7,6 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "client/terminal/progress_bar.h"
 #include "gtest/gtest.h"
 
 namespace bertology {
@@ -91,19 +90,6 @@ TEST(ProgressLogTest, NamesTheFolderItCannotCreate) {
             std::string::npos)
       << log.status();
   std::remove(file.c_str());
-}
-
-TEST(ProgressBarTest, ShowsRateAndEta) {
-  SweepProgressSnapshot s;
-  s.pairs_done = 50;
-  s.pairs_total = 200;
-  s.shards_done = 1;
-  s.shards_total = 4;
-  const std::string line = ProgressBar::Line(s, 10.0, 10);
-  EXPECT_NE(line.find("[##........]"), std::string::npos) << line;
-  EXPECT_NE(line.find("25.0%"), std::string::npos) << line;
-  EXPECT_NE(line.find("ETA 0:15"), std::string::npos) << line;
-  EXPECT_NE(line.find("shards 1/4"), std::string::npos) << line;
 }
 
 }  // namespace
