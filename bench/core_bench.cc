@@ -22,9 +22,9 @@
 #include "common/mask_generators.h"
 #include "nlohmann/json.hpp"
 #include "server/core/checkpoint/bert_config.h"
-#include "server/core/process/blas_core.h"
 #include "server/core/model/model.h"
 #include "server/core/model/model_tensors.h"
+#include "server/core/process/blas_core.h"
 #include "server/core/process/threading.h"
 #include "server/core/sweep/sweep.h"
 

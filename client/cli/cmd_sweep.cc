@@ -21,8 +21,8 @@
 #include "client/cli/sweep_summary.h"
 #include "client/render/sweep_figures.h"
 #include "client/render/sweep_report.h"
-#include "client/terminal/progress_bar.h"
 #include "client/scheduler/sweep_scheduler.h"
+#include "client/terminal/progress_bar.h"
 
 namespace bertology {
 namespace client {

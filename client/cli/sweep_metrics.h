@@ -16,9 +16,9 @@
 // All start at 0 and hold the last Update() until the exporter is destroyed.
 //
 // Served by prometheus-cpp's pull Exposer (civetweb). The server cannot use
-// it (see server/service/metrics/metrics_http_server.h: civetweb fails to start in a
-// process linking libtorch_cpu), but the CLI links no libtorch; checked here
-// with Debian 12's prometheus-cpp 1.0.1: "127.0.0.1:0", "0.0.0.0:0" and
+// it (see server/service/metrics/metrics_http_server.h: civetweb fails to start
+// in a process linking libtorch_cpu), but the CLI links no libtorch; checked
+// here with Debian 12's prometheus-cpp 1.0.1: "127.0.0.1:0", "0.0.0.0:0" and
 // "localhost:0" bind and GetListeningPorts() gives the real port; "[::1]:0"
 // does not bind in this build (an IPv6 HOST is reported as an error).
 #ifndef BERTOLOGY_CLIENT_CLI_SWEEP_METRICS_H_

@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "bertology/v1/bertology.grpc.pb.h"
-#include "client/transport/replica_resolver.h"
 #include "client/scheduler/shard_executor.h"
+#include "client/transport/replica_resolver.h"
 #include "common/grpc_status.h"
 
 namespace bertology {

@@ -14,8 +14,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bertology/v1/bertology.pb.h"
-#include "client/transport/channel_security.h"
 #include "client/scheduler/shard.h"
+#include "client/transport/channel_security.h"
 #include "client/transport/targets.h"
 #include "common/clock.h"
 

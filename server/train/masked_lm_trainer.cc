@@ -10,9 +10,9 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "server/core/model/bert_model.h"
-#include "common/status_macros.h"
 #include "server/core/tokenizer/vocab.h"
 #include "server/train/masked_lm.h"
 #include "server/train/train_common.h"

@@ -10,9 +10,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "server/core/model/bert_model.h"
-#include "common/status_macros.h"
 #include "server/train/starting_point.h"
 #include "server/train/train_common.h"
 #include "server/train/train_data.h"

@@ -10,8 +10,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/core/checkpoint/bert_head.h"
 #include "common/status_macros.h"
+#include "server/core/checkpoint/bert_head.h"
 #include "server/core/tokenizer/tokenizer_config.h"
 
 namespace bertology {

@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/core/model/model_tensors.h"
 #include "common/status_macros.h"
+#include "server/core/model/model_tensors.h"
 
 namespace bertology {
 namespace {

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/core/checkpoint/checkpoint.h"
 #include "server/core/checkpoint/file_digest.h"
 #include "server/core/model/bert_model.h"
@@ -18,7 +19,6 @@
 #include "server/core/model/device_copy.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model_tensors.h"
-#include "common/status_macros.h"
 #include "server/core/tokenizer/vocab.h"
 
 namespace bertology {

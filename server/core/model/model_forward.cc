@@ -12,11 +12,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "server/core/model/bert_model.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model.h"
 #include "server/core/model/model_tensors.h"
-#include "common/status_macros.h"
 
 namespace bertology {
 namespace {

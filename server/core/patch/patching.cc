@@ -9,8 +9,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "server/core/model/model_tensors.h"
 #include "common/status_macros.h"
+#include "server/core/model/model_tensors.h"
 
 namespace bertology {
 

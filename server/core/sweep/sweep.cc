@@ -14,9 +14,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/core/model/model_tensors.h"
 #include "server/core/process/threading.h"
-#include "common/status_macros.h"
 #include "server/core/sweep/ordered_parallel.h"
 
 namespace bertology {

@@ -1,9 +1,5 @@
 #include "server/service/convert/request_validation.h"
 
-#include <optional>
-
-#include "common/ablation_mode_proto.h"
-
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -14,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/ablation_mode_proto.h"
 #include "common/status_macros.h"
 
 namespace bertology {

@@ -11,8 +11,8 @@
 #include "bertology/v1/bertology.pb.h"
 #include "server/core/tokenizer/tokenizer.h"
 #include "server/service/convert/request_validation.h"
-#include "server/service/registry/service_limits.h"
 #include "server/service/convert/sweep_masks.h"
+#include "server/service/registry/service_limits.h"
 
 namespace bertology {
 namespace {

@@ -10,13 +10,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/core/analysis/head_stats.h"
 #include "server/core/model/model.h"
-#include "common/status_macros.h"
+#include "server/service/convert/request_validation.h"
 #include "server/service/handlers/attention_passes.h"
 #include "server/service/handlers/handlers.h"
 #include "server/service/registry/model_registry.h"
-#include "server/service/convert/request_validation.h"
 
 namespace bertology {
 namespace {

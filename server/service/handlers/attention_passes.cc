@@ -36,8 +36,8 @@ absl::Status RunAttentionPasses(const std::vector<AttentionPassModel>& models,
   const std::vector<Encoding>& first = *models[0].encodings;
   const int total = static_cast<int>(first.size());
   const int batch = std::max(1, call.max_rows);
-  const int64_t maps_per_row = static_cast<int64_t>(models.size()) * layers *
-                               c.num_attention_heads;
+  const int64_t maps_per_row =
+      static_cast<int64_t>(models.size()) * layers * c.num_attention_heads;
   for (int begin = 0, end = 0; begin < total; begin = end) {
     if (call.is_cancelled && call.is_cancelled()) {
       return absl::CancelledError(absl::StrCat(call.rpc, " cancelled after ",
@@ -71,7 +71,8 @@ absl::Status RunAttentionPasses(const std::vector<AttentionPassModel>& models,
           const FloatArray& maps = outputs[m].attentions.at(l);
           const int64_t padded = maps.shape[3];
           row.padded[m] = padded;
-          row.maps[m][l] = maps.data.data() + r * maps.shape[1] * padded * padded;
+          row.maps[m][l] =
+              maps.data.data() + r * maps.shape[1] * padded * padded;
         }
       }
       RETURN_IF_ERROR(on_row(row));

@@ -47,9 +47,9 @@ using AttentionRowFn = std::function<absl::Status(const AttentionPassRow&)>;
 
 // How a run reports to its call.
 struct AttentionPassCall {
-  std::string rpc;                 // names the call in CANCELLED
-  std::string units = "examples";  // what the inputs are, in CANCELLED
-  int max_rows = 1;                // rows a pass at most
+  std::string rpc;                     // names the call in CANCELLED
+  std::string units = "examples";      // what the inputs are, in CANCELLED
+  int max_rows = 1;                    // rows a pass at most
   std::function<bool()> is_cancelled;  // polled between passes; may be empty
   // After every pass, (inputs done, total); false: the client went away.
   std::function<bool(int done, int total)> on_progress;

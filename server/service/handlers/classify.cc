@@ -9,14 +9,14 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "server/core/model/model.h"
 #include "common/status_macros.h"
-#include "server/service/registry/batcher.h"
-#include "server/service/handlers/handlers.h"
-#include "server/service/metrics/metrics.h"
-#include "server/service/registry/model_registry.h"
+#include "server/core/model/model.h"
 #include "server/service/convert/proto_conversion.h"
 #include "server/service/convert/request_validation.h"
+#include "server/service/handlers/handlers.h"
+#include "server/service/metrics/metrics.h"
+#include "server/service/registry/batcher.h"
+#include "server/service/registry/model_registry.h"
 
 namespace bertology {
 

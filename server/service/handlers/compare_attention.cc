@@ -10,16 +10,16 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "server/core/compare/attention_similarity.h"
-#include "server/core/model/model.h"
 #include "common/float_codec.h"
 #include "common/status_macros.h"
-#include "server/service/handlers/attention_passes.h"
+#include "server/core/compare/attention_similarity.h"
+#include "server/core/model/model.h"
 #include "server/service/convert/attention_view.h"
-#include "server/service/handlers/handlers.h"
-#include "server/service/registry/model_registry.h"
 #include "server/service/convert/proto_conversion.h"
 #include "server/service/convert/request_validation.h"
+#include "server/service/handlers/attention_passes.h"
+#include "server/service/handlers/handlers.h"
+#include "server/service/registry/model_registry.h"
 
 namespace bertology {
 namespace {
@@ -47,7 +47,8 @@ std::string EncodingDifference(const Encoding& a, const Encoding& b) {
 std::vector<float> HeadBlock(const float* map, int64_t p, int t) {
   std::vector<float> out;
   out.reserve(static_cast<size_t>(t) * t);
-  for (int i = 0; i < t; ++i) out.insert(out.end(), map + i * p, map + i * p + t);
+  for (int i = 0; i < t; ++i)
+    out.insert(out.end(), map + i * p, map + i * p + t);
   return out;
 }
 
@@ -133,11 +134,9 @@ absl::Status HandleCompareAttention(
   AttentionSimilarityAccumulator accumulator(layers, heads);
   v1::CompareAttentionResponse final_event;
   v1::CompareAttentionResult* result = final_event.mutable_result();
-  AttentionPassCall pass_call{"CompareAttention", "inputs",
-                              limits.max_batch_size, call.is_cancelled(),
-                              [&](int done, int total) {
-                                return call.Progress(done, total);
-                              }};
+  AttentionPassCall pass_call{
+      "CompareAttention", "inputs", limits.max_batch_size, call.is_cancelled(),
+      [&](int done, int total) { return call.Progress(done, total); }};
   RETURN_IF_ERROR(RunAttentionPasses(
       {{&model_a, &enc_a}, {&model_b, &enc_b}}, mask, pass_call,
       [&](const AttentionPassRow& row) {

@@ -3,8 +3,8 @@
 #include "absl/status/status.h"
 #include "common/status_macros.h"
 #include "server/service/handlers/handlers.h"
-#include "server/service/registry/model_registry.h"
 #include "server/service/handlers/reference_sets.h"
+#include "server/service/registry/model_registry.h"
 
 namespace bertology {
 

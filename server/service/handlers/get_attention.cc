@@ -6,14 +6,14 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "server/core/model/model.h"
 #include "common/float_codec.h"
 #include "common/status_macros.h"
+#include "server/core/model/model.h"
 #include "server/service/convert/attention_view.h"
-#include "server/service/handlers/handlers.h"
-#include "server/service/registry/model_registry.h"
 #include "server/service/convert/proto_conversion.h"
 #include "server/service/convert/request_validation.h"
+#include "server/service/handlers/handlers.h"
+#include "server/service/registry/model_registry.h"
 
 namespace bertology {
 namespace {

@@ -4,8 +4,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "server/core/model/model.h"
 #include "common/status_macros.h"
+#include "server/core/model/model.h"
 #include "server/service/handlers/handlers.h"
 #include "server/service/registry/model_registry.h"
 #include "server/service/registry/reference_store.h"

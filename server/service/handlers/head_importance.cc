@@ -8,14 +8,14 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/core/importance/importance.h"
 #include "server/core/model/model.h"
-#include "common/status_macros.h"
+#include "server/service/convert/proto_conversion.h"
+#include "server/service/convert/request_validation.h"
 #include "server/service/handlers/handlers.h"
 #include "server/service/handlers/labeled_examples.h"
 #include "server/service/registry/model_registry.h"
-#include "server/service/convert/proto_conversion.h"
-#include "server/service/convert/request_validation.h"
 
 namespace bertology {
 namespace {

@@ -12,12 +12,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/core/model/model.h"
 #include "server/core/patch/patching.h"
-#include "common/status_macros.h"
+#include "server/service/convert/request_validation.h"
 #include "server/service/handlers/handlers.h"
 #include "server/service/registry/model_registry.h"
-#include "server/service/convert/request_validation.h"
 #include "server/service/registry/row_budget.h"
 
 namespace bertology {

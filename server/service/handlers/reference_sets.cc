@@ -5,11 +5,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model.h"
-#include "common/status_macros.h"
-#include "server/service/handlers/labeled_examples.h"
 #include "server/service/convert/request_validation.h"
+#include "server/service/handlers/labeled_examples.h"
 #include "server/service/registry/row_budget.h"
 
 namespace bertology {

@@ -9,13 +9,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/core/model/model.h"
 #include "server/core/segment/word_segmentation.h"
-#include "common/status_macros.h"
+#include "server/service/convert/request_validation.h"
 #include "server/service/handlers/attention_passes.h"
 #include "server/service/handlers/handlers.h"
 #include "server/service/registry/model_registry.h"
-#include "server/service/convert/request_validation.h"
 
 namespace bertology {
 namespace {
@@ -96,8 +96,7 @@ absl::Status HandleSegmentWords(
   const BertConfig& c = model.config();
   const int layers = c.num_hidden_layers, heads = c.num_attention_heads;
   const ServiceLimits& limits = *ctx.limits;
-  RETURN_IF_ERROR(
-      CheckInputCount(limits, request.examples_size(), "examples"));
+  RETURN_IF_ERROR(CheckInputCount(limits, request.examples_size(), "examples"));
   if (request.top_k() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("top_k is ", request.top_k(), ", negative"));

@@ -16,18 +16,18 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/intervals.h"
-#include "server/core/model/model.h"
 #include "common/status_macros.h"
+#include "server/core/model/model.h"
 #include "server/core/sweep/sweep.h"
+#include "server/service/convert/proto_conversion.h"
+#include "server/service/convert/request_validation.h"
+#include "server/service/convert/sweep_masks.h"
 #include "server/service/handlers/handlers.h"
 #include "server/service/handlers/labeled_examples.h"
+#include "server/service/handlers/reference_sets.h"
 #include "server/service/metrics/metrics.h"
 #include "server/service/registry/model_registry.h"
-#include "server/service/convert/proto_conversion.h"
-#include "server/service/handlers/reference_sets.h"
-#include "server/service/convert/request_validation.h"
 #include "server/service/registry/row_budget.h"
-#include "server/service/convert/sweep_masks.h"
 
 namespace bertology {
 namespace {
@@ -176,9 +176,7 @@ class SweepEvents {
     callbacks.on_progress = [this](int64_t done, int64_t total) {
       OnProgress(done, total);
     };
-    callbacks.is_cancelled = [this] {
-      return call_.Cancelled();
-    };
+    callbacks.is_cancelled = [this] { return call_.Cancelled(); };
     callbacks.on_batch_split = [this] { ctx_.metrics->AddBatchSplit(model_); };
     return callbacks;
   }

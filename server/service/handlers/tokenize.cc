@@ -1,11 +1,11 @@
 // Tokenize: the model's own word pieces, with spans and word indices.
 #include "absl/status/status.h"
-#include "server/core/model/model.h"
 #include "common/status_macros.h"
-#include "server/service/handlers/handlers.h"
-#include "server/service/registry/model_registry.h"
+#include "server/core/model/model.h"
 #include "server/service/convert/proto_conversion.h"
 #include "server/service/convert/request_validation.h"
+#include "server/service/handlers/handlers.h"
+#include "server/service/registry/model_registry.h"
 
 namespace bertology {
 

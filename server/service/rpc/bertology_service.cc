@@ -12,8 +12,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
-#include "server/service/security/authorizer.h"
 #include "server/service/metrics/metrics.h"
+#include "server/service/security/authorizer.h"
 
 namespace bertology {
 namespace {

@@ -9,8 +9,8 @@
 #define BERTOLOGY_SERVICE_RPC_BERTOLOGY_SERVICE_H_
 
 #include "bertology/v1/bertology.grpc.pb.h"
-#include "server/service/security/authorizer.h"
 #include "server/service/handlers/handlers.h"
+#include "server/service/security/authorizer.h"
 
 namespace bertology {
 

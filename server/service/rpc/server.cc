@@ -16,12 +16,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "server/core/process/threading.h"
 #include "common/status_macros.h"
-#include "server/service/security/authorizer.h"
-#include "server/service/rpc/bertology_service.h"
+#include "server/core/process/threading.h"
 #include "server/service/metrics/metrics.h"
 #include "server/service/registry/model_registry.h"
+#include "server/service/rpc/bertology_service.h"
+#include "server/service/security/authorizer.h"
 
 namespace bertology {
 namespace {

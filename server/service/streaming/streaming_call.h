@@ -119,7 +119,8 @@ class StreamingCall {
 // --max_examples_per_sweep.
 inline absl::Status CheckInputCount(const ServiceLimits& limits, int64_t count,
                                     absl::string_view field) {
-  if (count == 0) return absl::InvalidArgumentError(absl::StrCat(field, " is empty"));
+  if (count == 0)
+    return absl::InvalidArgumentError(absl::StrCat(field, " is empty"));
   if (count > limits.max_examples_per_sweep) {
     return absl::ResourceExhaustedError(
         absl::StrCat(field, " has ", count,

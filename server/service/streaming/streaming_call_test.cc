@@ -39,8 +39,8 @@ TEST(StreamingCallTest, ProgressIsThrottledAndTheLastAlwaysGoes) {
   const EventStream<Event> stream = r.Stream();
   SimulatedClock clock;
   StreamingCall<Event> call(stream, &clock);
-  EXPECT_TRUE(call.Progress(1, 10));   // the first goes
-  EXPECT_TRUE(call.Progress(2, 10));   // within the interval: dropped
+  EXPECT_TRUE(call.Progress(1, 10));  // the first goes
+  EXPECT_TRUE(call.Progress(2, 10));  // within the interval: dropped
   clock.AdvanceTime(kProgressInterval);
   EXPECT_TRUE(call.Progress(3, 10));   // an interval later: goes
   EXPECT_TRUE(call.Progress(10, 10));  // the last: goes at once
