@@ -76,7 +76,7 @@ echo "OK: server, CLI, core and service targets against $prefix"
 echo "== 3. the bundled protobuf headers shadow the system's until removed"
 gen="$tmp/gen"
 mkdir -p "$gen"
-protoc -I "$src/proto" --cpp_out="$gen" "$src/proto/bertology/v1/bertology.proto"
+protoc -I "$src/proto" --cpp_out="$gen" "$src"/proto/bertology/v1/*.proto
 printf '#include "bertology/v1/bertology.pb.h"\n' >"$tmp/probe.cc"
 # The include flags CMake gives a service file (its target links torch).
 flags=$(/usr/bin/python3 - "$tmp/build/compile_commands.json" <<'PY'
