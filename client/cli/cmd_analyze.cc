@@ -279,32 +279,12 @@ int RunAnalyze(const Argv& argv) {
   request.set_model(args.Get("model"));
   *request.mutable_head_mask() = *mask;
   request.set_per_map_classes(args.Has("per-map"));
-  if (args.Has("data")) {
-    const std::vector<std::string> labels(info->model.label_names().begin(),
-                                          info->model.label_names().end());
-    auto loaded = LoadLabeledData(args, labels, /*require_labels=*/false);
-    if (!loaded.ok()) {
-      return Fail(
-          kCommand,
-          absl::IsInvalidArgument(loaded.status()) &&
-                  loaded.status().message().find(':') == std::string::npos
-              ? kExitUsage
-              : kExitData,
-          loaded.status());
-    }
-    for (const v1::LabeledExample& e : loaded->examples) {
-      *request.add_inputs() = e.input();
-    }
-  } else {
-    const auto& pos = args.positional();
-    v1::TextInput* input = request.add_inputs();
-    input->set_text_a(args.Get("text-a", pos.size() > 0 ? pos[0] : ""));
-    input->set_text_b(args.Get("text-b", pos.size() > 1 ? pos[1] : ""));
-    if (input->text_a().empty()) {
-      return Fail(kCommand, kExitUsage,
-                  absl::InvalidArgumentError("give --text-a or --data"));
-    }
-  }
+  const std::vector<std::string> labels(info->model.label_names().begin(),
+                                        info->model.label_names().end());
+  ExitCode input_error = kExitUsage;
+  auto inputs = CommandInputs(args, labels, &input_error);
+  if (!inputs.ok()) return Fail(kCommand, input_error, inputs.status());
+  for (v1::TextInput& input : *inputs) *request.add_inputs() = std::move(input);
   // One call: the statistics are means that the server classifies into
   // patterns, so a dataset over the limit is refused here rather than
   // merged from several calls.

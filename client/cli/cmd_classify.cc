@@ -121,13 +121,7 @@ int RunClassify(const Argv& argv) {
     auto loaded = LoadLabeledData(args, labels, /*require_labels=*/false,
                                   LabelKindOf(info->model));
     if (!loaded.ok()) {
-      return Fail(
-          "classify",
-          absl::IsInvalidArgument(loaded.status()) &&
-                  loaded.status().message().find(':') == std::string::npos
-              ? kExitUsage
-              : kExitData,
-          loaded.status());
+      return Fail("classify", LoadExitCode(loaded.status()), loaded.status());
     }
     data = *std::move(loaded);
   } else {

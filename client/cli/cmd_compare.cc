@@ -244,30 +244,10 @@ int RunCompare(const Argv& argv) {
           absl::Status(s.code(), absl::StrCat("GetModelInfo: ", s.message())));
     }
   }
-  if (args.Has("data")) {
-    auto loaded = LoadLabeledData(args, {}, /*require_labels=*/false);
-    if (!loaded.ok()) {
-      return Fail(
-          kCommand,
-          absl::IsInvalidArgument(loaded.status()) &&
-                  loaded.status().message().find(':') == std::string::npos
-              ? kExitUsage
-              : kExitData,
-          loaded.status());
-    }
-    for (const v1::LabeledExample& e : loaded->examples) {
-      *request.add_inputs() = e.input();
-    }
-  } else {
-    const auto& pos = args.positional();
-    v1::TextInput* input = request.add_inputs();
-    input->set_text_a(args.Get("text-a", pos.size() > 0 ? pos[0] : ""));
-    input->set_text_b(args.Get("text-b", pos.size() > 1 ? pos[1] : ""));
-    if (input->text_a().empty()) {
-      return Fail(kCommand, kExitUsage,
-                  absl::InvalidArgumentError("give --text-a or --data"));
-    }
-  }
+  ExitCode input_error = kExitUsage;
+  auto inputs = CommandInputs(args, {}, &input_error);
+  if (!inputs.ok()) return Fail(kCommand, input_error, inputs.status());
+  for (v1::TextInput& input : *inputs) *request.add_inputs() = std::move(input);
   if (request.inputs().empty()) {
     return Fail(kCommand, kExitUsage,
                 absl::InvalidArgumentError("the data has no inputs"));

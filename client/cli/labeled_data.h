@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "bertology/v1/bertology.pb.h"
 #include "client/cli/args.h"
+#include "client/cli/exit_codes.h"
 
 namespace bertology {
 namespace client {
@@ -68,6 +69,20 @@ absl::StatusOr<LoadedData> LoadLabeledData(
 // file for an unreadable or empty one.
 absl::StatusOr<std::vector<v1::TextInput>> LoadTextInputs(
     const std::string& path, const Args& args, bool column_flags);
+
+// The exit code of an error from LoadLabeledData: kExitUsage for a flag
+// (INVALID_ARGUMENT with no "file:line: " or "--flag: " prefix, e.g.
+// "--data is required"), kExitData for the dataset and everything else.
+ExitCode LoadExitCode(const absl::Status& status);
+
+// The inputs of a command that takes either --data (with the column flags;
+// labels mapped with `label_names` only where --label names a column) or
+// one text: --text-a/--text-b, or the first two positional arguments.
+// Errors come with their exit code in `*code`: LoadExitCode's for --data,
+// kExitUsage for a missing text ("give --text-a or --data").
+absl::StatusOr<std::vector<v1::TextInput>> CommandInputs(
+    const Args& args, const std::vector<std::string>& label_names,
+    ExitCode* code);
 
 }  // namespace client
 }  // namespace bertology
