@@ -61,23 +61,13 @@ std::string DifferenceMapSvg(const DifferenceMap& map) {
   }
   // Colour bar: +max_abs (red) at the top, -max_abs (blue) at the bottom.
   const double lx = left + side + 20, lw = 14, lh = std::max(side, 1.0);
-  absl::StrAppend(&out,
-                  "<defs><linearGradient id=\"diverging\" x1=\"0\" y1=\"0\" "
-                  "x2=\"0\" y2=\"1\">\n");
-  for (int i = 0; i <= 10; ++i) {
-    absl::StrAppendFormat(&out, "<stop offset=\"%.2f\" stop-color=\"%s\"/>\n",
-                          i / 10.0, DivergingColor(1 - i / 5.0, 1));
-  }
-  absl::StrAppend(&out, "</linearGradient></defs>\n");
-  absl::StrAppendFormat(&out,
-                        "<rect class=\"legend\" x=\"%.1f\" y=\"%.1f\" "
-                        "width=\"%.1f\" height=\"%.1f\" "
-                        "fill=\"url(#diverging)\" stroke=\"#888\"/>\n",
-                        lx, top, lw, lh);
+  ColorBar bar{"diverging", lx, top, lw, lh};
+  bar.color = [](int i) { return DivergingColor(1 - i / 5.0, 1); };
   for (int i = 0; i <= 2; ++i) {
-    SvgText(&out, lx + lw + 4, top + lh * i / 2.0 + 4,
-            FormatNumber(max_abs * (1 - i), 3), 10, "start");
+    bar.ticks.push_back(FormatNumber(max_abs * (1 - i), 3));
   }
+  bar.tick_span = lh;
+  AppendColorBar(&out, bar);
   CloseSvg(&out);
   return out;
 }

@@ -89,23 +89,13 @@ std::string HeadGridSvg(const HeadGrid& grid) {
   }
   // Colour bar: max at the top, 0 at the bottom.
   const double lx = kLeft + grid_w + 20, lw = 14;
-  absl::StrAppend(&out,
-                  "<defs><linearGradient id=\"sequential\" x1=\"0\" y1=\"0\" "
-                  "x2=\"0\" y2=\"1\">\n");
-  for (int i = 0; i <= 10; ++i) {
-    absl::StrAppendFormat(&out, "<stop offset=\"%.2f\" stop-color=\"%s\"/>\n",
-                          i / 10.0, SequentialColor(1 - i / 10.0));
-  }
-  absl::StrAppend(&out, "</linearGradient></defs>\n");
-  absl::StrAppendFormat(&out,
-                        "<rect class=\"legend\" x=\"%.1f\" y=\"%.1f\" "
-                        "width=\"%.1f\" height=\"%.1f\" "
-                        "fill=\"url(#sequential)\" stroke=\"#888\"/>\n",
-                        lx, kTop, lw, std::max(grid_h, 1.0));
+  ColorBar bar{"sequential", lx, kTop, lw, std::max(grid_h, 1.0)};
+  bar.color = [](int i) { return SequentialColor(1 - i / 10.0); };
   for (int i = 0; i <= 2; ++i) {
-    SvgText(&out, lx + lw + 4, kTop + grid_h * i / 2.0 + 4,
-            FormatNumber(max * (1 - i / 2.0), grid.decimals), 10, "start");
+    bar.ticks.push_back(FormatNumber(max * (1 - i / 2.0), grid.decimals));
   }
+  bar.tick_span = grid_h;
+  AppendColorBar(&out, bar);
   CloseSvg(&out);
   return out;
 }

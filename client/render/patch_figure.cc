@@ -26,25 +26,17 @@ size_t LongestLabel(const std::vector<std::string>& labels) {
 // The colour bar: +max at the top, -max at the bottom, 0 in the middle.
 void Legend(std::string* out, double x, double y, double w, double h,
             double max_abs) {
-  absl::StrAppend(out,
-                  "<defs><linearGradient id=\"patch-diverging\" x1=\"0\" "
-                  "y1=\"0\" x2=\"0\" y2=\"1\">\n");
-  for (int i = 0; i <= 10; ++i) {
+  ColorBar bar{"patch-diverging", x, y, w, h};
+  bar.color = [max_abs](int i) {
     const double t = i / 10.0;
-    absl::StrAppendFormat(out, "<stop offset=\"%.2f\" stop-color=\"%s\"/>\n", t,
-                          DivergingColor(max_abs * (1 - 2 * t), max_abs));
-  }
-  absl::StrAppend(out, "</linearGradient></defs>\n");
-  absl::StrAppendFormat(out,
-                        "<rect class=\"legend\" x=\"%.1f\" y=\"%.1f\" "
-                        "width=\"%.1f\" height=\"%.1f\" "
-                        "fill=\"url(#patch-diverging)\" stroke=\"#888\"/>\n",
-                        x, y, w, h);
+    return DivergingColor(max_abs * (1 - 2 * t), max_abs);
+  };
   for (int i = 0; i <= 2; ++i) {
     const double v = max_abs * (1 - i);
-    SvgText(out, x + w + 4, y + h * i / 2.0 + 4,
-            absl::StrCat(v > 0 ? "+" : "", FormatNumber(v, 2)), 10, "start");
+    bar.ticks.push_back(absl::StrCat(v > 0 ? "+" : "", FormatNumber(v, 2)));
   }
+  bar.tick_span = h;
+  AppendColorBar(out, bar);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/render/escape.h"
 
@@ -57,6 +58,27 @@ std::vector<double> NiceTicks(double lo, double hi, int target) {
     ticks.push_back(ticks.empty() ? hi : ticks.back() + step);
   }
   return ticks;
+}
+
+void AppendColorBar(std::string* out, const ColorBar& bar) {
+  absl::StrAppend(out, "<defs><linearGradient id=\"", bar.id,
+                  "\" x1=\"0\" y1=\"0\" x2=\"0\" y2=\"1\">\n");
+  for (int i = 0; i <= 10; ++i) {
+    absl::StrAppendFormat(out, "<stop offset=\"%.2f\" stop-color=\"%s\"/>\n",
+                          i / 10.0, bar.color(i));
+  }
+  absl::StrAppend(out, "</linearGradient></defs>\n");
+  absl::StrAppendFormat(out,
+                        "<rect class=\"legend\" x=\"%.1f\" y=\"%.1f\" "
+                        "width=\"%.1f\" height=\"%.1f\" "
+                        "fill=\"url(#%s)\" stroke=\"#888\"/>\n",
+                        bar.x, bar.y, bar.w, bar.h, bar.id);
+  const int n = static_cast<int>(bar.ticks.size());
+  for (int k = 0; k < n; ++k) {
+    const double y =
+        n > 1 ? bar.y + bar.tick_span * k / (n - 1) + 4 : bar.y + 4;
+    SvgText(out, bar.x + bar.w + 4, y, bar.ticks[k], 10, "start");
+  }
 }
 
 }  // namespace bertology::render

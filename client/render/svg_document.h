@@ -1,8 +1,9 @@
-// Small shared pieces of the SVG figures: the document frame, text, and
-// "nice" axis ticks.
+// Small shared pieces of the SVG figures: the document frame, text, "nice"
+// axis ticks and the vertical colour bar every heatmap's legend is.
 #ifndef BERTOLOGY_CLIENT_RENDER_SVG_DOCUMENT_H_
 #define BERTOLOGY_CLIENT_RENDER_SVG_DOCUMENT_H_
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,19 @@ void SvgText(std::string* out, double x, double y, std::string_view text,
 // Round tick values covering [lo, hi] (about `target` of them), step 1, 2 or
 // 5 times a power of ten. lo > hi is swapped; lo == hi is widened.
 std::vector<double> NiceTicks(double lo, double hi, int target = 5);
+
+// A heatmap's legend: a vertical bar at (x, y), w x h, filled with a
+// linear gradient `id` (top to bottom) of 11 stops, stop i (0..10, at
+// offset i / 10) coloured `color(i)`, and `ticks` written at its right,
+// evenly spaced over `tick_span` from the top (the first at the top).
+struct ColorBar {
+  std::string id;
+  double x = 0, y = 0, w = 0, h = 0;
+  std::function<std::string(int stop)> color;
+  std::vector<std::string> ticks;
+  double tick_span = 0;
+};
+void AppendColorBar(std::string* out, const ColorBar& bar);
 
 }  // namespace bertology::render
 
