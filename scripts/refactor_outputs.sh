@@ -50,7 +50,7 @@ main() {
   "$BIN/bertology" segment "$T" --data=$M/data/test_words.tsv --limit=50 \
     --out-dir="$OUT/segment" >/dev/null
   "$BIN/bertology" compare "$T" --model-a=querytitle --model-b=querytitle \
-    --data=$D --limit=20 --out-dir="$OUT/compare" >/dev/null
+    --data=$D --limit=20 --detail=0:1:1 --out-dir="$OUT/compare" >/dev/null
   OPENBLAS_NUM_THREADS=1 "$BIN/bertology-train" \
     --train=<(head -301 $M/data/dev.tsv) --dev=<(sed -n '1p;302,351p' $M/data/dev.tsv) \
     --out="$OUT/train" --layers 2 --heads 2 --hidden 16 --intermediate 32 \
