@@ -18,8 +18,11 @@ ORDER_GRADE = "4"
 
 def paired_interval(diffs, z=Z95):
     """The normal 95% interval of the mean of paired differences (one per
-    example), the server's paired interval with one unit per example
-    (common/intervals.cc); None with fewer than 2."""
+    example), for the order probe's grade shifts; None with fewer than 2.
+    Not the server's interval of an accuracy change (common/intervals.cc),
+    which adds Bonett & Price's two pseudo-examples (+1 and -1) because its
+    differences are 0/+-1 and often few are non-zero; accuracy changes in
+    the card take the server's interval as it sends it (change())."""
     d = np.asarray(diffs, dtype=np.float64)
     k = len(d)
     if k < 2:

@@ -61,18 +61,19 @@ absl::Status RunAttentionPasses(const std::vector<AttentionPassModel>& models,
       }
       outputs.push_back(std::move(output));
     }
+    // Every layer of a model's pass is padded to the pass's longest row.
     AttentionPassRow row;
     row.maps.assign(models.size(), std::vector<const float*>(layers));
-    row.padded.assign(models.size(), 0);
+    for (const ForwardOutput& output : outputs) {
+      row.padded.push_back(output.attentions.at(0).shape[3]);
+    }
     for (int r = 0; r < end - begin; ++r) {
       row.input = begin + r;
       for (size_t m = 0; m < models.size(); ++m) {
+        const int64_t p = row.padded[m];
         for (int l = 0; l < layers; ++l) {
           const FloatArray& maps = outputs[m].attentions.at(l);
-          const int64_t padded = maps.shape[3];
-          row.padded[m] = padded;
-          row.maps[m][l] =
-              maps.data.data() + r * maps.shape[1] * padded * padded;
+          row.maps[m][l] = maps.data.data() + r * maps.shape[1] * p * p;
         }
       }
       RETURN_IF_ERROR(on_row(row));

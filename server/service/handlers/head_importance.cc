@@ -85,20 +85,20 @@ absl::Status HandleHeadImportance(
   ASSIGN_OR_RETURN(
       const std::vector<SweepExample> examples,
       EncodeLabeledExamples(*ctx.limits, *served, request.examples(), nullptr));
-  StreamingCall<v1::HeadImportanceResponse> events(stream);
+  StreamingCall<v1::HeadImportanceResponse> call(stream);
   ImportanceCallbacks callbacks;
   callbacks.on_progress = [&](int64_t done, int64_t total) {
-    events.Progress(done, total);
+    call.Progress(done, total);
   };
-  callbacks.is_cancelled = [&] { return events.Cancelled(); };
+  callbacks.is_cancelled = [&] { return call.Cancelled(); };
   absl::StatusOr<ImportanceResult> result = ComputeHeadImportance(
       model, examples, mask, ToOptions(request.options(), *ctx.limits),
       callbacks);
-  if (!result.ok()) return events.Finish(result.status());
+  if (!result.ok()) return call.Finish(result.status());
   v1::HeadImportanceResponse event;
   FillResult(*result, event.mutable_result());
-  events.Write(event);
-  return events.Finish(absl::OkStatus());
+  call.Write(event);
+  return call.Finish(absl::OkStatus());
 }
 
 absl::Status HandlePruneCurve(
@@ -135,25 +135,25 @@ absl::Status HandlePruneCurve(
   ASSIGN_OR_RETURN(
       const std::vector<SweepExample> examples,
       EncodeLabeledExamples(*ctx.limits, *served, request.examples(), nullptr));
-  StreamingCall<v1::PruneCurveResponse> events(stream);
+  StreamingCall<v1::PruneCurveResponse> call(stream);
   std::vector<PruneStep> steps;
   PruneCallbacks callbacks;
   callbacks.on_step = [&](const PruneStep& s) {
     steps.push_back(s);
     v1::PruneCurveResponse event;
     FillStep(s, event.mutable_step());
-    events.Write(event);
+    call.Write(event);
   };
   callbacks.on_progress = [&](int64_t done, int64_t total) {
-    events.Progress(done, total);
+    call.Progress(done, total);
   };
-  callbacks.is_cancelled = [&] { return events.Cancelled(); };
+  callbacks.is_cancelled = [&] { return call.Cancelled(); };
   absl::StatusOr<int> kept = RunPruneCurve(model, examples, options, callbacks);
-  if (!kept.ok()) return events.Finish(kept.status());
+  if (!kept.ok()) return call.Finish(kept.status());
   v1::PruneCurveResponse event;
   FillStep(steps.at(*kept), event.mutable_kept());
-  events.Write(event);
-  return events.Finish(absl::OkStatus());
+  call.Write(event);
+  return call.Finish(absl::OkStatus());
 }
 
 }  // namespace bertology
