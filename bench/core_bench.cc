@@ -22,8 +22,8 @@
 #include "common/mask_generators.h"
 #include "nlohmann/json.hpp"
 #include "server/core/checkpoint/bert_config.h"
+#include "server/core/model/engine.h"
 #include "server/core/model/model.h"
-#include "server/core/model/model_tensors.h"
 #include "server/core/process/blas_core.h"
 #include "server/core/process/threading.h"
 #include "server/core/sweep/sweep.h"
@@ -113,11 +113,11 @@ absl::StatusOr<std::vector<int>> NaiveSweep(
       for (size_t i = b; i < end; ++i) {
         encodings.push_back(&examples[i].encoding);
       }
-      auto input = model.MakeBatch(encodings);
+      auto input = model.engine().MakeBatch(encodings);
       if (!input.ok()) return input.status();
-      ForwardOptions options;
+      EngineOptions options;
       options.cls_only_last_layer = false;  // HF runs every row of it
-      auto out = model.ForwardTensors(
+      auto out = model.engine().Run(
           *input, std::vector<const HeadMask*>(encodings.size(), masks[m]),
           options);
       if (!out.ok()) return out.status();
@@ -339,18 +339,18 @@ absl::StatusOr<json> EncoderBench(const Model& model) {
       torch::randint(1, c.vocab_size, {b, t}, torch::kLong).to(device);
   input.token_type_ids = torch::zeros({b, t}, torch::kLong).to(device);
   input.attention_mask = torch::ones({b, t}, torch::kLong).to(device);
-  ForwardOptions options;
+  EngineOptions options;
   // The FLOP count below is every layer over every row.
   options.cls_only_last_layer = false;
   for (int i = 0; i < 2; ++i) {
-    if (auto out = model.ForwardTensors(input, {}, options); !out.ok()) {
+    if (auto out = model.engine().Run(input, {}, options); !out.ok()) {
       return out.status();
     }
   }
   std::vector<double> times;
   for (int r = 0; r < reps; ++r) {
     const double t0 = Now();
-    if (auto out = model.ForwardTensors(input, {}, options); !out.ok()) {
+    if (auto out = model.engine().Run(input, {}, options); !out.ok()) {
       return out.status();
     }
     times.push_back(Now() - t0);

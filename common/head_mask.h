@@ -30,9 +30,10 @@
 // One type from the wire to the layer: a handler parses the request into a
 // HeadMask (ParseHeadMask, shape checked there against the model), rows
 // carry a `const HeadMask*` through the batcher into Model::Forward, and
-// BertForSequenceClassificationImpl::Run turns the batch's masks into
-// tensors. The formulas live in one place, bert_layer.cc (MakeAblationFills,
-// ApplyHeadMask): a new mode is an AblationMode value plus its case there.
+// the engine turns the batch's masks into tensors [B, L, H], then [B, H]
+// per layer. Those tensors and every formula above live in one place,
+// server/core/model/head_mask_tensors.cc: a new mode is an AblationMode
+// value plus its case there.
 #ifndef BERTOLOGY_COMMON_HEAD_MASK_H_
 #define BERTOLOGY_COMMON_HEAD_MASK_H_
 
@@ -66,7 +67,8 @@ inline bool ModeFillsByPosition(AblationMode mode) {
 }
 
 // Per-head reference outputs (mean and per-example), defined in the core
-// with its tensors (server/core/model/head_reference.h); opaque here.
+// (server/core/model/head_reference.h, its tensors in reference_tensors.h);
+// opaque here.
 struct HeadReference;
 
 // How kResample lines a reference input's positions up with the row's.

@@ -46,7 +46,7 @@ double EvaluateMlm(BertForSequenceClassificationImpl& model,
   for (size_t i = 0; i < data.size(); i += 64) {
     Batch b = MakeBatch(data, index, i, std::min(data.size(), i + 64));
     MlmBatch m = MaskTokens(b, tokens, o.mlm_probability, rng);
-    ForwardOptions run;
+    EngineOptions run;
     run.compute_logits = false;
     run.cls_only_last_layer = false;
     run.capture_hidden = {layers};
@@ -125,7 +125,7 @@ absl::Status TrainMaskedLm(const TrainOptions& o) {
   const int layers = o.layers;
   auto step_loss = [&](const Batch& b) {
     MlmBatch m = MaskTokens(b, tokens, o.mlm_probability, mask_rng);
-    ForwardOptions run;
+    EngineOptions run;
     run.compute_logits = false;
     run.cls_only_last_layer = false;
     run.capture_hidden = {layers};

@@ -70,7 +70,7 @@ double Evaluate(BertForSequenceClassificationImpl& model,
   for (size_t i = 0; i < data.size(); i += batch_size) {
     size_t end = std::min(data.size(), i + batch_size);
     Batch b = MakeBatch(data, index, i, end);
-    ForwardOptions run;
+    EngineOptions run;
     run.cls_only_last_layer = false;  // the trained numerics predate it
     auto out = model.Run(b.ids, b.segments, b.mask, /*masks=*/{}, run);
     torch::Tensor pred = out.logits.argmax(-1);
@@ -166,7 +166,7 @@ absl::Status TrainClassifier(const TrainOptions& o) {
                train.size(), dev.size(), config.vocab_size, labels.size(),
                start ? ", from " : "", o.init_from.c_str());
   auto step_loss = [&](const Batch& b) {
-    ForwardOptions run;
+    EngineOptions run;
     run.cls_only_last_layer = false;  // the trained numerics predate it
     if (aux_layer > 0) run.capture_hidden = {aux_layer};
     auto out = model->Run(b.ids, b.segments, b.mask, /*masks=*/{}, run);

@@ -23,10 +23,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/core/model/engine.h"
 #include "server/core/model/golden_for_tests.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model.h"
-#include "server/core/model/model_tensors.h"
 #include "server/core/sweep/random_examples_for_tests.h"
 #include "server/core/sweep/sweep.h"
 
@@ -88,7 +88,7 @@ class DeviceCheckTest : public ::testing::Test {
     }
     std::vector<const Encoding*> ptrs;
     for (const Encoding& e : *keep) ptrs.push_back(&e);
-    auto batch = model_->MakeBatch(ptrs);
+    auto batch = model_->engine().MakeBatch(ptrs);
     EXPECT_TRUE(batch.ok()) << batch.status();
     return *batch;
   }
@@ -127,9 +127,9 @@ TEST_F(DeviceCheckTest, ZeroAndUniformMasksMatchTheGoldens) {
     }
     std::vector<const HeadMask*> ptrs;
     for (const HeadMask& m : masks) ptrs.push_back(&m);
-    ForwardOptions options;
+    EngineOptions options;
     options.attention_layers = {0, 1, 2};
-    auto out = model_->ForwardTensors(input, ptrs, options);
+    auto out = model_->engine().Run(input, ptrs, options);
     ASSERT_TRUE(out.ok()) << out.status();
     const double logit = golden::MaxAbsDiff(
         out->logits, golden::ToTensor(c["logits"], torch::kDouble));
@@ -165,8 +165,8 @@ TEST_F(DeviceCheckTest, MeanAndResampleMatchTheGoldens) {
     for (const HeadMask& m : masks) ptrs.push_back(&m);
     const int draws = std::max(1, c["draws"].get<int>());
     for (int k = 0; k < draws; ++k) {
-      auto out = model_->ForwardTensors(golden::GoldenInput(*model_, golden, k),
-                                        ptrs, ForwardOptions{});
+      auto out = model_->engine().Run(golden::GoldenInput(*model_, golden, k),
+                                      ptrs, EngineOptions{});
       ASSERT_TRUE(out.ok()) << out.status();
       const double gap =
           golden::MaxAbsDiff(out->logits, golden::CaseLogits(c, k));
@@ -210,13 +210,13 @@ TEST_F(DeviceCheckTest, SweepResultsDoNotDependOnWorkersOrBatchRows) {
   // and only these may change their argmax (none, typically, at F32).
   std::vector<const Encoding*> encodings;
   for (const SweepExample& e : examples) encodings.push_back(&e.encoding);
-  auto input = model_->MakeBatch(encodings);
+  auto input = model_->engine().MakeBatch(encodings);
   ASSERT_TRUE(input.ok()) << input.status();
   std::map<int, int> near_ties;
   for (size_t m = 0; m < masks.size(); ++m) {
-    auto out = model_->ForwardTensors(
+    auto out = model_->engine().Run(
         *input, std::vector<const HeadMask*>(examples.size(), &masks[m].mask),
-        ForwardOptions{});
+        EngineOptions{});
     ASSERT_TRUE(out.ok()) << out.status();
     const torch::Tensor top2 = std::get<0>(out->logits.topk(2, 1));
     near_ties[m] = (top2.select(1, 0) - top2.select(1, 1) < 2 * tol_.logits)
@@ -244,7 +244,7 @@ TEST_F(DeviceCheckTest, MasksStayIsolatedUnderConcurrency) {
   const std::vector<SweepExample> examples = Examples(*model_, 9, 5);
   std::vector<const Encoding*> encodings;
   for (const SweepExample& e : examples) encodings.push_back(&e.encoding);
-  auto input = model_->MakeBatch(encodings);
+  auto input = model_->engine().MakeBatch(encodings);
   ASSERT_TRUE(input.ok()) << input.status();
   // Eight masks, each in its own thread: one head each, alternating modes.
   std::vector<HeadMask> masks;
@@ -256,9 +256,9 @@ TEST_F(DeviceCheckTest, MasksStayIsolatedUnderConcurrency) {
     masks.push_back(*m);
   }
   auto run = [&](const HeadMask& mask) {
-    auto out = model_->ForwardTensors(
+    auto out = model_->engine().Run(
         *input, std::vector<const HeadMask*>(encodings.size(), &mask),
-        ForwardOptions{});
+        EngineOptions{});
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? out->logits : torch::Tensor();
   };

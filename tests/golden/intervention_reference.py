@@ -4,7 +4,7 @@ ablation (pooled and per token role), resample ablation (per input, per
 position, per draw) and activation patching.
 
 Written from the definitions (the contract that the C++ code in
-server/core/model/bert_layer.cc and server/core/patch/ implements), not from
+server/core/model/head_mask_tensors.cc and server/core/patch/ implement), not from
 that code, which this script does not import. Its own BERT forward, HF eager
 BertForSequenceClassification in eval mode, has hooks on each head's context
 vector ctx[b, h, t, :] = (probs' @ V)[b, h, t, :] (before

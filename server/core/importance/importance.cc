@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/core/model/model_tensors.h"
+#include "server/core/model/engine.h"
 
 namespace bertology {
 namespace {
@@ -111,7 +111,7 @@ absl::StatusOr<ImportanceResult> Importance(
   result.layers = layers;
   result.heads = heads;
   torch::Tensor raw = torch::zeros({layers, heads}, torch::kDouble);
-  ForwardOptions forward;  // logits only; cls_only_last_layer as inference
+  EngineOptions forward;  // logits only; cls_only_last_layer as inference
   for (size_t start = 0; start < order.size();
        start += options.max_batch_rows) {
     if (callbacks.is_cancelled && callbacks.is_cancelled()) {
@@ -126,7 +126,7 @@ absl::StatusOr<ImportanceResult> Importance(
       rows.push_back(&examples[order[i]]);
       encodings.push_back(&examples[order[i]].encoding);
     }
-    ASSIGN_OR_RETURN(ModelInput input, model.MakeBatch(encodings));
+    ASSIGN_OR_RETURN(ModelInput input, model.engine().MakeBatch(encodings));
     const int64_t b = static_cast<int64_t>(rows.size());
     // One copy of the mask per row: the gradient of the summed loss with
     // respect to row r's copy is example r's own gradient, so |.| is taken
@@ -139,7 +139,7 @@ absl::StatusOr<ImportanceResult> Importance(
                    .to(input.input_ids.device())
                    .requires_grad_(true);
     ASSIGN_OR_RETURN(TensorOutput out,
-                     model.ForwardWithGrad(input, m, forward));
+                     model.engine().RunWithGrad(input, m, forward));
     try {
       torch::AutoGradMode grad_mode(true);
       Tally(torch::log_softmax(out.logits.detach(), -1), rows, &result);

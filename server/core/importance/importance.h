@@ -15,7 +15,7 @@
 // and it divides by the number of tokens (a constant factor that both
 // normalisations cancel); `raw` is the plain sum.
 //
-// The pass is Model::ForwardWithGrad: the same modules, eval mode (no
+// The pass is Engine::RunWithGrad (engine.h): the same modules, eval mode (no
 // dropout), the last layer for [CLS] only where inference does it.
 #ifndef BERTOLOGY_CORE_IMPORTANCE_H_
 #define BERTOLOGY_CORE_IMPORTANCE_H_

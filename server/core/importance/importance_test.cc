@@ -10,8 +10,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/model/engine.h"
 #include "server/core/model/head_reference.h"
-#include "server/core/model/model_tensors.h"
 #include "server/core/sweep/random_examples_for_tests.h"
 
 namespace bertology {
@@ -50,7 +50,7 @@ class ImportanceTest : public ::testing::Test {
   static ModelInput Batch(const std::vector<SweepExample>& examples) {
     std::vector<const Encoding*> encodings;
     for (const SweepExample& e : examples) encodings.push_back(&e.encoding);
-    auto input = model_->MakeBatch(encodings);
+    auto input = model_->engine().MakeBatch(encodings);
     EXPECT_TRUE(input.ok()) << input.status();
     return *input;
   }
@@ -76,13 +76,13 @@ TEST_F(ImportanceTest, GradPathLogitsEqualInference) {
     for (const HeadMask& mask :
          {HeadMask::Identity(kLayers, kHeads, mode), PartialMask(mode)}) {
       std::vector<const HeadMask*> masks(examples.size(), &mask);
-      auto plain = model_->ForwardTensors(input, masks, ForwardOptions());
+      auto plain = model_->engine().Run(input, masks, EngineOptions());
       ASSERT_TRUE(plain.ok()) << plain.status();
       HeadMaskTensor m;
       m.mode = mode;
       m.values = torch::tensor(mask.values()).view({kLayers, kHeads});
       m.values.requires_grad_(true);
-      auto grad = model_->ForwardWithGrad(input, m, ForwardOptions());
+      auto grad = model_->engine().RunWithGrad(input, m, EngineOptions());
       ASSERT_TRUE(grad.ok()) << grad.status();
       EXPECT_TRUE(grad->logits.requires_grad());
       EXPECT_TRUE(torch::allclose(grad->logits.detach(), plain->logits,
@@ -103,9 +103,9 @@ TEST_F(ImportanceTest, MaskGradNonzeroAndClsOnlyMatchesFull) {
   for (int full = 0; full < 2; ++full) {
     HeadMaskTensor m;
     m.values = torch::ones({kLayers, kHeads}).requires_grad_(true);
-    ForwardOptions options;
+    EngineOptions options;
     options.cls_only_last_layer = full == 0;
-    auto out = model_->ForwardWithGrad(input, m, options);
+    auto out = model_->engine().RunWithGrad(input, m, options);
     ASSERT_TRUE(out.ok()) << out.status();
     const torch::Tensor loss = out->logits.logsumexp(-1).sum();
     grads[full] = torch::autograd::grad({loss}, {m.values})[0];
@@ -137,7 +137,7 @@ TEST_F(ImportanceTest, MeanModeGradientMatchesFiniteDifferences) {
     return m;
   };
   auto loss = [&](const HeadMask& m) {
-    auto out = model_->ForwardTensors(input, {&m}, ForwardOptions());
+    auto out = model_->engine().Run(input, {&m}, EngineOptions());
     EXPECT_TRUE(out.ok()) << out.status();
     return -torch::log_softmax(out->logits.to(torch::kDouble),
                                -1)[0][one[0].label]
@@ -245,12 +245,12 @@ TEST_F(ImportanceTest, RefusesBadInput) {
   const ModelInput input = Batch(examples);
   HeadMaskTensor m;
   m.values = torch::ones({kLayers, kHeads + 1});
-  auto bad_mask = model_->ForwardWithGrad(input, m, ForwardOptions());
+  auto bad_mask = model_->engine().RunWithGrad(input, m, EngineOptions());
   EXPECT_EQ(bad_mask.status().code(), absl::StatusCode::kInvalidArgument);
   m.values = torch::ones({kLayers, kHeads});
   {
     torch::InferenceMode inference;
-    auto under = model_->ForwardWithGrad(input, m, ForwardOptions());
+    auto under = model_->engine().RunWithGrad(input, m, EngineOptions());
     EXPECT_EQ(under.status().code(), absl::StatusCode::kFailedPrecondition);
   }
 

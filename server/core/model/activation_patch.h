@@ -8,18 +8,9 @@
 
 #include <vector>
 
-namespace bertology {
+#include "server/core/model/patch_site.h"
 
-struct PatchSite {
-  enum class Kind {
-    kHead,      // one head's output (p @ V, before the output projection)
-    kResidual,  // the input hidden state of `layer` (layer L: encoder output)
-  };
-  Kind kind = Kind::kHead;
-  int layer = 0;
-  int head = 0;       // kHead only
-  int position = -1;  // a token index; -1: every position
-};
+namespace bertology {
 
 // The source run's activations: one input, T positions, compute dtype, on
 // the model's device (a batch of one's capture_head_outputs and

@@ -5,9 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
-
-#include "server/core/model/device_copy.h"
 
 namespace bertology {
 
@@ -17,62 +14,6 @@ Activation ActivationFromName(const std::string& name) {
   }
   if (name == "relu") return Activation::kRelu;
   return Activation::kGeluErf;
-}
-
-// ---- Ablation modes: the one place for their formulas. ----
-// A new AblationMode (head_mask.h) needs its case here and nothing else: the
-// switch has no default, so the compiler names a mode left out.
-std::vector<AttentionContext::AblationFill> MakeAblationFills(
-    const std::vector<AblationMode>& row_modes,
-    const torch::Tensor& attention_mask) {
-  std::vector<AttentionContext::AblationFill> fills;
-  // Each mode in use once, in enum order (a fixed order of additions).
-  const std::set<AblationMode> modes(row_modes.begin(), row_modes.end());
-  for (AblationMode mode : modes) {
-    torch::Tensor target;
-    switch (mode) {
-      case AblationMode::kZero:  // p' = m * p: nothing moves in
-        break;
-      // p' = m * p, then the head's output moves towards the reference's
-      // (LayerMask::output_fill, applied after p @ V): nothing here.
-      case AblationMode::kMean:
-      case AblationMode::kMeanByRole:
-      case AblationMode::kResample:
-        break;
-      case AblationMode::kUniform:
-        // Uniform over the row's real tokens (Kovaleva et al. 2019). Rows
-        // with no real token would divide by 0; they attend nowhere.
-        target = attention_mask /
-                 attention_mask.sum(-1, /*keepdim=*/true).clamp_min(1);
-        break;
-    }
-    if (!target.defined()) continue;
-    std::vector<float> in_mode(row_modes.size(), 0.0f);
-    for (size_t r = 0; r < row_modes.size(); ++r) {
-      in_mode[r] = row_modes[r] == mode ? 1.0f : 0.0f;
-    }
-    const int64_t b = static_cast<int64_t>(row_modes.size());
-    torch::Tensor rows = ToDevice(torch::tensor(in_mode, torch::kFloat)
-                                      .to(attention_mask.scalar_type())
-                                      .view({b, 1, 1, 1}),
-                                  attention_mask.device());
-    fills.push_back({mode, rows, target});
-  }
-  return fills;
-}
-
-torch::Tensor ApplyHeadMask(const torch::Tensor& probs, const LayerMask& mask,
-                            const AttentionContext& context) {
-  if (!mask.values.defined()) return probs;
-  // [B, H] -> [B, H, 1, 1]. A head whose value is 0 for every zero-mode row
-  // contributes nothing; skipping its matmuls is a later optimisation.
-  const torch::Tensor m =
-      mask.values.view({mask.values.size(0), mask.values.size(1), 1, 1});
-  torch::Tensor out = probs * m;
-  for (const AttentionContext::AblationFill& fill : context.fills) {
-    out = out + ((1 - m) * fill.target) * fill.rows;
-  }
-  return out;
 }
 
 bool FusedAttentionAvailable() { return TORCH_VERSION_MAJOR >= 2; }
@@ -85,16 +26,7 @@ torch::Tensor FusedAttention(const torch::Tensor& q, const torch::Tensor& k,
   // path; the default scale is 1 / sqrt(d), HF's.
   torch::Tensor out = torch::scaled_dot_product_attention(
       q, k, v, context.extended_mask, /*dropout_p=*/0.0, /*is_causal=*/false);
-  if (!mask.values.defined()) return out;
-  const torch::Tensor m =
-      mask.values.view({mask.values.size(0), mask.values.size(1), 1, 1});
-  out = out * m;
-  for (const AttentionContext::AblationFill& fill : context.fills) {
-    // target [B, 1, 1, T] @ V [B, H, T, d] -> [B, H, 1, d]: what a head
-    // attending as `target` outputs, the same for every query.
-    out = out + ((1 - m) * torch::matmul(fill.target, v)) * fill.rows;
-  }
-  return out;
+  return MaskFusedOutputs(out, v, mask, context.fills);
 #else
   (void)q, (void)k, (void)v, (void)mask, (void)context;
   TORCH_CHECK(false, "fused attention needs libtorch >= 2.0, this is ",
@@ -161,22 +93,11 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& hidden,
     torch::Tensor probs = torch::softmax(scores, -1);
     probs = dropout_(probs);
 
-    probs = ApplyHeadMask(probs, mask, context);
+    probs = ApplyHeadMask(probs, mask, context.fills);
     if (probs_out != nullptr) *probs_out = probs;
     out = torch::matmul(probs, v);
   }
-  if (mask.output_fill.defined()) {
-    // kMean / kMeanByRole / kResample: o' = m * o + (1 - m) * fill; the m * o
-    // part came from the m-scaled probabilities (ApplyHeadMask). Rows in
-    // other modes have a zero fill, so their output is unchanged (x + 0 =
-    // x). A positional fill is cut to the query positions (the first tq).
-    const torch::Tensor m =
-        mask.values.view({mask.values.size(0), mask.values.size(1), 1, 1});
-    const torch::Tensor fill = mask.positional_fill
-                                   ? mask.output_fill.narrow(2, 0, tq)
-                                   : mask.output_fill;
-    out = out + (1 - m) * fill;
-  }
+  out = ApplyOutputFill(out, mask, tq);
   if (mask.patch_where.defined()) {
     out = torch::where(mask.patch_where.narrow(2, 0, tq),
                        mask.patch_values.narrow(2, 0, tq), out);
@@ -192,44 +113,8 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& hidden,
 torch::Tensor BertSelfAttentionImpl::MaskOutputs(
     const torch::Tensor& outputs, const AttentionContext& context,
     const LayerMask& mask) const {
-  TORCH_CHECK(!mask.patch_where.defined(),
-              "a layer started from head outputs cannot be patched");
-  if (!mask.values.defined()) return outputs;
-  TORCH_CHECK(context.fills.empty(),
-              "a layer started from head outputs cannot mask rows in mode "
-              "uniform (their outputs need the values)");
-  torch::Tensor m = mask.values;  // [B, H]
-  // [B, H, d], or [B, T, H, d] for a positional fill.
-  torch::Tensor fill;
-  if (mask.output_fill.defined()) {
-    fill = mask.positional_fill ? mask.output_fill.permute({0, 2, 1, 3})
-                                : mask.output_fill.squeeze(2);
-  }
-  torch::Tensor o;  // outputs with heads split, m and fill broadcastable
-  const PackedTokens* packed = context.packed;
-  if (outputs.dim() == 2) {  // packed: [N, D], or [B, D] (first tokens)
-    const int64_t n = outputs.size(0);
-    const bool all_tokens = packed != nullptr && n == packed->tokens();
-    if (all_tokens) m = packed->PerToken(m);
-    if (fill.defined() && mask.positional_fill) {
-      fill = all_tokens ? packed->Pack(fill) : fill.select(1, 0);
-    } else if (fill.defined() && all_tokens) {
-      fill = packed->PerToken(fill);
-    }
-    o = outputs.view({n, num_heads_, head_size_});
-    m = m.unsqueeze(-1);  // [., H, 1]
-  } else {                // [B, Q, D]
-    o = outputs.view(
-        {outputs.size(0), outputs.size(1), num_heads_, head_size_});
-    m = m.view({m.size(0), 1, m.size(1), 1});
-    if (fill.defined()) {
-      fill = mask.positional_fill ? fill.narrow(1, 0, outputs.size(1))
-                                  : fill.unsqueeze(1);  // [B, 1, H, d]
-    }
-  }
-  torch::Tensor out = o * m;
-  if (fill.defined()) out = out + (1 - m) * fill;
-  return out.view(outputs.sizes());
+  return MaskHeadOutputs(outputs, mask, context.fills, context.packed,
+                         num_heads_, head_size_);
 }
 
 BertResidualOutputImpl::BertResidualOutputImpl(int in_features,

@@ -5,8 +5,8 @@
 //
 // The computation follows HF's eager BertLayer op for op (v4.x
 // modeling_bert.py), plus request-scoped head masks applied to the attention
-// probabilities after the softmax and dropout (see head_mask.h) by
-// ApplyHeadMask, the one place where a mask meets the probabilities.
+// probabilities after the softmax and dropout (see head_mask.h); the masks'
+// formulas are head_mask_tensors.h's, and this file only calls them.
 //
 // Thread safety: forward() keeps no state in the module; in eval mode it may
 // run from many threads at once. Dropout is active only in train mode.
@@ -21,6 +21,7 @@
 
 #include "common/head_mask.h"
 #include "server/core/checkpoint/bert_config.h"
+#include "server/core/model/head_mask_tensors.h"
 #include "server/core/model/packed_tokens.h"
 
 namespace bertology {
@@ -37,13 +38,8 @@ struct AttentionContext {
   // [B, 1, 1, T]: (1 - attention_mask) * finfo(dtype).min, HF style.
   torch::Tensor extended_mask;
   // What ablated heads' probabilities move to, one entry per AblationMode
-  // other than kZero that some masked row of the batch uses (empty: every
-  // row in kZero). Built once per pass by MakeAblationFills.
-  struct AblationFill {
-    AblationMode mode;
-    torch::Tensor rows;    // [B, 1, 1, 1]: 1 for the rows in `mode`, else 0
-    torch::Tensor target;  // broadcastable to [B, H, Q, T]; rows sum to 1
-  };
+  // with a probability target that some masked row of the batch uses
+  // (empty: none). Built once per pass by MakeAblationFills.
   std::vector<AblationFill> fills;
   // Not null: the pass runs packed (packed_tokens.h). Hidden states and head
   // outputs between layers are then [N, D] (N real tokens), or [B, D] after
@@ -65,49 +61,11 @@ torch::Tensor QueryPositions(const torch::Tensor& x,
                              const AttentionContext& context,
                              int64_t query_rows);
 
-// What a request changes in this layer, for the batch. Every member may be
-// undefined (nothing changed there).
-struct LayerMask {
-  // [B, H] mask values in [0, 1]; undefined: all heads kept (the
-  // probabilities are then untouched).
-  torch::Tensor values;
-  // [B, H, 1, d], or [B, H, T, d] per position: what ablated heads'
-  // outputs move to in kMean / kMeanByRole / kResample (zero for rows in
-  // other modes): o' = o + (1 - m) * output_fill, with o computed from the
-  // m-scaled probabilities. Needs `values`.
-  torch::Tensor output_fill;
-  // output_fill is [B, H, T, d] (a value per position).
-  bool positional_fill = false;
-  // Activation patching (activation_patch.h): where `patch_where` (bool
-  // [B, H, T, 1]) is true the head output is replaced by `patch_values`
-  // ([1, H, T, d]), exactly.
-  torch::Tensor patch_where;
-  torch::Tensor patch_values;
-};
-
-// The ablation modes' formulas, both in bert_layer.cc: a new AblationMode is
-// its enum value (head_mask.h) plus its case in MakeAblationFills.
-//
-// The fills of AttentionContext for a batch whose row r runs in
-// `row_modes[r]`. `attention_mask` is [B, 1, 1, T] in the compute dtype,
-// 1 = real token.
-std::vector<AttentionContext::AblationFill> MakeAblationFills(
-    const std::vector<AblationMode>& row_modes,
-    const torch::Tensor& attention_mask);
-// Applies `mask` to post-softmax probabilities `probs` [B, H, Q, T]:
-//   p' = m * p + sum over fills f of f.rows * (1 - m) * f.target,
-// i.e. m * p in zero mode and m * p + (1 - m) * u in uniform mode.
-torch::Tensor ApplyHeadMask(const torch::Tensor& probs, const LayerMask& mask,
-                            const AttentionContext& context);
-
 // Every head's output [B, H, Q, d] under `mask` from queries q [B, H, Q, d],
 // keys and values [B, H, T, d], through scaled_dot_product_attention, with
-// the mask applied to the outputs instead of the probabilities:
-//   zero:    o' = m * o
-//   uniform: o' = m * o + (1 - m) * (u @ V), u uniform over real tokens
-//   mean, mean_by_role, resample: as the explicit path
-//   (LayerMask::output_fill, after).
-// Equal to (ApplyHeadMask(p) @ V) by linearity; rounds differently. No
+// the mask applied to the outputs instead of the probabilities
+// (MaskFusedOutputs; mean, mean_by_role and resample's output fill after,
+// as the explicit path). No
 // probabilities exist, so no dropout: eval mode only. c10::Error under
 // libtorch 1.x.
 torch::Tensor FusedAttention(const torch::Tensor& q, const torch::Tensor& k,
@@ -129,10 +87,8 @@ class BertSelfAttentionImpl : public torch::nn::Module {
                         torch::Tensor* outputs_out = nullptr);
   // What forward() makes of the unmasked heads' outputs `outputs` (a
   // layer's query positions: [B, Q, D], packed [N, D] or [B, D]) under
-  // `mask`: o' = m * o + (1 - m) * output_fill per head. Equal to forward()
-  // for values of 0 and 1 (m * (p @ V) = (m * p) @ V exactly then); rounds
-  // differently for fractional ones. Not for kUniform rows (their outputs
-  // need the values V) or patches: c10::Error.
+  // `mask`: MaskHeadOutputs (head_mask_tensors.h). Equal to forward() for
+  // values of 0 and 1; not for kUniform rows or patches: c10::Error.
   torch::Tensor MaskOutputs(const torch::Tensor& outputs,
                             const AttentionContext& context,
                             const LayerMask& mask) const;

@@ -6,9 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/core/model/device_copy.h"
-#include "server/core/model/head_reference.h"
 #include "server/core/model/packed_tokens.h"
+#include "server/core/model/patch_plan.h"
 
 namespace bertology {
 namespace {
@@ -36,227 +35,6 @@ std::vector<bool> LayerBits(const std::vector<int>& layers, int size) {
     bits[l] = true;
   }
   return bits;
-}
-
-// The rows' head masks as tensors for one pass.
-struct BatchHeadMask {
-  // [B, L, H] on the device in the compute dtype (nullptr rows all 1);
-  // undefined when no row masks any head.
-  torch::Tensor values;
-  // [B, L, H, 1, d], or [B, L, H, T, d] when some row's fill differs by
-  // position: kMean / kMeanByRole / kResample rows' reference outputs
-  // (zeros for the other rows); undefined when no masked row is in those
-  // modes.
-  torch::Tensor output_fill;
-  bool positional_fill = false;
-  std::vector<bool> masked_layers;      // [L]: some row masks some head there
-  std::vector<AblationMode> row_modes;  // [B]: kZero for rows without a mask
-};
-
-// Row r's fill [T, L, H, d], position by position (positions past the
-// row's length take position 0's: padding is never read).
-torch::Tensor PositionalFill(const HeadMask& mask, const TokenLayout& layout,
-                             int draw, int64_t t, const torch::Device& device) {
-  const HeadReference& ref = *mask.reference();
-  std::vector<int64_t> index(t, 0);
-  const torch::Tensor* table = &ref.role_means;
-  if (mask.mode() == AblationMode::kMeanByRole) {
-    for (int p = 0; p < layout.length && p < t; ++p) {
-      index[p] = static_cast<int64_t>(layout.RoleAt(p));
-    }
-    index.assign(index.begin(), index.end());
-  } else {
-    const int source = ResampleSource(ref, layout, mask.draws(), draw);
-    TORCH_CHECK(source >= 0, "no resample source for a row (unchecked)");
-    const std::vector<int64_t> rows =
-        ResampleTokenRows(ref, source, layout, mask.draws().alignment);
-    for (int64_t p = 0; p < t; ++p) {
-      index[p] = p < static_cast<int64_t>(rows.size()) ? rows[p] : rows[0];
-    }
-    table = &ref.token_outputs;
-  }
-  return table->index_select(
-      0, ToDevice(torch::tensor(index, torch::kLong), device));
-}
-
-// Which layers are masked comes from HeadMask::AffectedHeads on the host, so
-// the pass never reads a tensor back to learn it.
-BatchHeadMask MakeBatchHeadMask(const std::vector<const HeadMask*>& masks,
-                                const RowPositions* positions, int64_t rows,
-                                int64_t t, int layers, int heads, int head_size,
-                                const torch::Device& device,
-                                torch::ScalarType dtype) {
-  BatchHeadMask out;
-  out.masked_layers.assign(layers, false);
-  out.row_modes.assign(rows, AblationMode::kZero);
-  bool any = false, any_fill = false;
-  for (const HeadMask* m : masks) {
-    if (m == nullptr) continue;
-    TORCH_CHECK(m->layers() == layers && m->heads() == heads,
-                "head mask of shape ", m->layers(), "x", m->heads(),
-                " for a model of ", layers, "x", heads);
-    const std::vector<LayerHead> affected = m->AffectedHeads();
-    for (const LayerHead& lh : affected) {
-      out.masked_layers[lh.layer] = any = true;
-    }
-    if (ModeNeedsReference(m->mode()) && !affected.empty()) {
-      TORCH_CHECK(m->reference() != nullptr, "a head mask in mode ",
-                  AblationModeName(m->mode()), " without reference statistics");
-      any_fill = true;
-      if (ModeFillsByPosition(m->mode())) {
-        TORCH_CHECK(positions != nullptr &&
-                        static_cast<int64_t>(positions->layouts.size()) == rows,
-                    "a head mask in mode ", AblationModeName(m->mode()),
-                    " without the rows' token layouts");
-        out.positional_fill = true;
-      }
-    }
-  }
-  if (!any) return out;  // no mask at all: the probabilities stay untouched
-  torch::Tensor values = torch::ones({rows, layers, heads}, torch::kFloat);
-  float* v = values.data_ptr<float>();
-  std::vector<torch::Tensor> fills;
-  torch::Tensor zeros;
-  if (any_fill) {
-    zeros = torch::zeros({layers, heads, head_size},
-                         torch::TensorOptions().dtype(dtype).device(device));
-    if (out.positional_fill) zeros = zeros.unsqueeze(0).expand({t, -1, -1, -1});
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    const HeadMask* m = masks[r];
-    if (m != nullptr) {
-      std::copy(m->values().begin(), m->values().end(), v + r * layers * heads);
-      out.row_modes[r] = m->mode();
-    }
-    if (!any_fill) continue;
-    if (m == nullptr || !ModeNeedsReference(m->mode()) || m->IsIdentity()) {
-      fills.push_back(zeros);
-    } else if (ModeFillsByPosition(m->mode())) {
-      const int draw = positions->draws.empty() ? 0 : positions->draws.at(r);
-      fills.push_back(
-          PositionalFill(*m, positions->layouts[r], draw, t, device));
-    } else if (out.positional_fill) {
-      fills.push_back(
-          m->reference()->mean.unsqueeze(0).expand({t, -1, -1, -1}));
-    } else {
-      fills.push_back(m->reference()->mean);
-    }
-  }
-  out.values = ToDevice(values.to(dtype), device);
-  if (any_fill) {
-    // [B, L, H, d] -> [B, L, H, 1, d]; [B, T, L, H, d] -> [B, L, H, T, d].
-    out.output_fill = out.positional_fill
-                          ? torch::stack(fills).permute({0, 2, 3, 1, 4})
-                          : torch::stack(fills).unsqueeze(3);
-  }
-  return out;
-}
-
-// A mask given as a tensor (Run's mask_tensor): every layer is masked, so
-// the graph reaches every head's value even where it is 1.
-BatchHeadMask TensorHeadMask(const torch::Tensor& mask_tensor,
-                             AblationMode mode, int64_t rows, int layers,
-                             int heads, torch::ScalarType dtype) {
-  TORCH_CHECK(mask_tensor.is_floating_point(), "mask_tensor must be float");
-  torch::Tensor values = mask_tensor;
-  if (values.dim() == 2) values = values.unsqueeze(0).expand({rows, -1, -1});
-  TORCH_CHECK(values.dim() == 3 && values.size(0) == rows &&
-                  values.size(1) == layers && values.size(2) == heads,
-              "mask_tensor of shape ", mask_tensor.sizes(), " for ", rows,
-              " rows of a model of ", layers, "x", heads);
-  BatchHeadMask out;
-  out.values = values.to(dtype);  // differentiable
-  out.masked_layers.assign(layers, true);
-  out.row_modes.assign(rows, mode);
-  return out;
-}
-
-// An ActivationPatch as per-layer tensors: where each layer's rows take the
-// source's values.
-class PatchPlan {
- public:
-  PatchPlan() = default;
-  void Build(const ActivationPatch& patch, int64_t rows, int64_t t, int layers,
-             int heads, int head_size) {
-    TORCH_CHECK(static_cast<int64_t>(patch.row_sites.size()) == rows,
-                "activation patch: one site list per row");
-    const torch::Device device = patch.layer_inputs.device();
-    residual_.resize(layers + 1);
-    head_.resize(layers);
-    std::vector<torch::Tensor> residual_bits(layers + 1), head_bits(layers);
-    auto position_range = [&](int p) {
-      TORCH_CHECK(p >= -1 && p < t, "patch position ", p, " out of range [0, ",
-                  t, ")");
-      return p < 0 ? std::pair<int64_t, int64_t>(0, t)
-                   : std::pair<int64_t, int64_t>(p, p + 1);
-    };
-    for (int64_t r = 0; r < rows; ++r) {
-      for (const PatchSite& site : patch.row_sites[r]) {
-        const auto [p0, p1] = position_range(site.position);
-        if (site.kind == PatchSite::Kind::kResidual) {
-          TORCH_CHECK(site.layer >= 0 && site.layer <= layers,
-                      "patch layer out of range");
-          torch::Tensor& bits = residual_bits[site.layer];
-          if (!bits.defined()) bits = torch::zeros({rows, t, 1}, torch::kBool);
-          bits[r].narrow(0, p0, p1 - p0).fill_(true);
-        } else {
-          TORCH_CHECK(site.layer >= 0 && site.layer < layers &&
-                          site.head >= 0 && site.head < heads,
-                      "patch head out of range");
-          torch::Tensor& bits = head_bits[site.layer];
-          if (!bits.defined()) {
-            bits = torch::zeros({rows, heads, t, 1}, torch::kBool);
-          }
-          bits[r][site.head].narrow(0, p0, p1 - p0).fill_(true);
-        }
-      }
-    }
-    for (int l = 0; l <= layers; ++l) {
-      if (!residual_bits[l].defined()) continue;
-      residual_[l] = {ToDevice(residual_bits[l], device),
-                      patch.layer_inputs[l].unsqueeze(0)};  // [1, T, D]
-    }
-    for (int l = 0; l < layers; ++l) {
-      if (!head_bits[l].defined()) continue;
-      // [T, D] -> [1, H, T, d]
-      head_[l] = {ToDevice(head_bits[l], device),
-                  patch.head_outputs[l]
-                      .view({t, heads, head_size})
-                      .permute({1, 0, 2})
-                      .unsqueeze(0)};
-    }
-  }
-  // True when layer `l`'s input (l = L: the encoder output) is patched.
-  bool Touches(int l) const {
-    return l < static_cast<int>(residual_.size()) &&
-           residual_[l].where.defined();
-  }
-  torch::Tensor PatchResidual(int l, const torch::Tensor& hidden) const {
-    if (!Touches(l)) return hidden;
-    const int64_t q = hidden.size(1);  // 1 after a [CLS]-only last layer
-    return torch::where(residual_[l].where.narrow(1, 0, q),
-                        residual_[l].values.narrow(1, 0, q), hidden);
-  }
-  void PatchHeads(int l, LayerMask* mask) const {
-    if (l >= static_cast<int>(head_.size()) || !head_[l].where.defined()) {
-      return;
-    }
-    mask->patch_where = head_[l].where;
-    mask->patch_values = head_[l].values;
-  }
-
- private:
-  struct Where {
-    torch::Tensor where, values;
-  };
-  std::vector<Where> residual_, head_;
-};
-
-PatchPlan MakePatchPlan(const ActivationPatch* patch, int64_t rows, int64_t t,
-                        int layers, int heads, int head_size) {
-  PatchPlan plan;
-  if (patch != nullptr) plan.Build(*patch, rows, t, layers, heads, head_size);
-  return plan;
 }
 
 std::string ShapeString(const torch::Tensor& t) {
@@ -340,18 +118,40 @@ BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(
 BertRunOutput BertForSequenceClassificationImpl::Run(
     const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
     const torch::Tensor& attention_mask,
-    const std::vector<const HeadMask*>& masks, const ForwardOptions& options,
-    const LayerStart& start, const torch::Tensor& mask_tensor,
-    AblationMode mask_mode, const ActivationPatch* patch,
-    const torch::Tensor& mask_fill, const RowPositions* positions) {
+    const std::vector<const HeadMask*>& masks, const EngineOptions& options,
+    const LayerStart& start, const ActivationPatch* patch,
+    const RowPositions* positions) {
+  const int64_t b = input_ids.size(0);
+  TORCH_CHECK(masks.empty() || static_cast<int64_t>(masks.size()) == b,
+              "one head mask (or nullptr) per row");
+  const MaskShape shape{b, input_ids.size(1), num_layers_, num_heads_,
+                        head_size_};
+  return RunUnder(input_ids, token_type_ids, attention_mask,
+                  MakeBatchHeadMask(masks, positions, shape, input_ids.device(),
+                                    compute_dtype()),
+                  options, start, patch);
+}
+
+MaskShape BertForSequenceClassificationImpl::mask_shape(
+    const torch::Tensor& input_ids) const {
+  return MaskShape{input_ids.size(0), input_ids.size(1), num_layers_,
+                   num_heads_, head_size_};
+}
+
+torch::ScalarType BertForSequenceClassificationImpl::compute_dtype() const {
+  return bert->embeddings->parameters().front().scalar_type();
+}
+
+BertRunOutput BertForSequenceClassificationImpl::RunUnder(
+    const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
+    const torch::Tensor& attention_mask, const BatchHeadMask& head_mask,
+    const EngineOptions& options, const LayerStart& start,
+    const ActivationPatch* patch) {
   TORCH_CHECK(!options.compute_logits || has_classifier(),
               "compute_logits on a model without a classifier");
   const int64_t b = input_ids.size(0);
   const int64_t t = input_ids.size(1);
-  TORCH_CHECK(masks.empty() || static_cast<int64_t>(masks.size()) == b,
-              "one head mask (or nullptr) per row");
-  const torch::ScalarType dtype =
-      bert->embeddings->parameters().front().scalar_type();
+  const torch::ScalarType dtype = compute_dtype();
   const std::vector<bool> want_attention =
       LayerBits(options.attention_layers, num_layers_);
   const std::vector<bool> capture_hidden =
@@ -367,34 +167,13 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
               "fused attention needs libtorch >= 2.0");
   torch::Tensor mask = attention_mask.to(dtype).view({b, 1, 1, t});
   context.extended_mask = (1 - mask) * LowestValue(dtype);
-  TORCH_CHECK(!mask_tensor.defined() || masks.empty(),
-              "mask_tensor and per-row head masks together");
-  TORCH_CHECK(!mask_tensor.defined() || !ModeFillsByPosition(mask_mode),
-              "mask_tensor in mode ", AblationModeName(mask_mode),
-              " (no tensor form)");
-  TORCH_CHECK(
-      !mask_tensor.defined() || mask_mode != AblationMode::kMean ||
-          (mask_fill.defined() && mask_fill.dim() == 3 &&
-           mask_fill.size(0) == num_layers_ &&
-           mask_fill.size(1) == num_heads_ && mask_fill.size(2) == head_size_),
-      "mask_tensor in mode mean needs a [L, H, d] mask_fill");
-  BatchHeadMask head_mask =
-      mask_tensor.defined()
-          ? TensorHeadMask(mask_tensor, mask_mode, b, num_layers_, num_heads_,
-                           dtype)
-          : MakeBatchHeadMask(masks, positions, b, t, num_layers_, num_heads_,
-                              head_size_, input_ids.device(), dtype);
-  if (mask_tensor.defined() && mask_mode == AblationMode::kMean) {
-    head_mask.output_fill = mask_fill.to(input_ids.device(), dtype)
-                                .unsqueeze(2)
-                                .unsqueeze(0)
-                                .expand({b, -1, -1, -1, -1});  // [B,L,H,1,d]
-  }
   if (head_mask.values.defined()) {
     context.fills = MakeAblationFills(head_mask.row_modes, mask);
   }
   const PatchPlan patches =
-      MakePatchPlan(patch, b, t, num_layers_, num_heads_, head_size_);
+      patch == nullptr
+          ? PatchPlan()
+          : PatchPlan(*patch, b, t, num_layers_, num_heads_, head_size_);
   // Packed, hidden states are [N, D] between layers ([B, D] after a
   // [CLS]-only one); what leaves the pass is unpacked to [B, T, D].
   PackedTokens packed;
@@ -436,15 +215,7 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
   for (int l = options.start_layer; l < num_layers_; ++l) {
     hidden = patches.PatchResidual(l, hidden);
     capture(l, hidden);
-    LayerMask layer_mask;
-    if (head_mask.masked_layers[l]) {
-      layer_mask.values = head_mask.values.select(1, l);  // [B, H]
-      if (head_mask.output_fill.defined()) {
-        // [B, H, 1, d], or [B, H, T, d] per position.
-        layer_mask.output_fill = head_mask.output_fill.select(1, l);
-        layer_mask.positional_fill = head_mask.positional_fill;
-      }
-    }
+    LayerMask layer_mask = head_mask.ForLayer(l);
     patches.PatchHeads(l, &layer_mask);
     const bool want_probs = want_attention[l];
     // A token classifier reads every position of the last layer.

@@ -31,7 +31,7 @@
 #include "server/core/model/activation_patch.h"
 #include "server/core/model/bert_layer.h"
 #include "server/core/model/forward_options.h"
-#include "server/core/model/head_reference.h"
+#include "server/core/model/head_mask_tensors.h"
 
 namespace bertology {
 
@@ -102,15 +102,7 @@ struct BertRunOutput {
   std::map<int, torch::Tensor> head_outputs;  // layer -> [B, T, D]
 };
 
-// What positional fills (kMeanByRole, kResample) need of each row, from
-// the host: its token layout, and for kResample which draw it runs (empty:
-// draw 0 for every row).
-struct RowPositions {
-  std::vector<TokenLayout> layouts;  // one per row
-  std::vector<int> draws;
-};
-
-// Where a pass resumes (ForwardOptions::start_layer), e.g. from what an
+// Where a pass resumes (EngineOptions::start_layer), e.g. from what an
 // unmasked pass captured (capture_hidden, capture_head_outputs).
 struct LayerStart {
   // [B, T, D]: layer start_layer's input hidden state. Needed when
@@ -138,52 +130,44 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
 
   // input_ids, token_type_ids, attention_mask: [B, T] int64 on the device.
   // `masks`: empty (no row masked) or one per row, nullptr for a row with
-  // no mask; each [L x H]. The per-layer mask tensors are built here from
-  // them (which layers to mask from HeadMask::AffectedHeads, no device
-  // sync); bert_layer.cc's ApplyHeadMask applies them. `start` (compute
-  // dtype, device) is where options.start_layer begins. Throws c10::Error on
-  // what the caller should have refused first (Model::Forward does:
-  // compute_logits without a classifier, a mask of the wrong shape, layers out
-  // of range).
-  //
-  // `mask_tensor` (when defined; `masks` must then be empty) replaces the
-  // HeadMask values: [B, L, H] or [L, H] (every row the same), any float
-  // dtype on the device, applied in `mask_mode` to every row of every
-  // layer. It exists for gradients with respect to the mask (head
-  // importance, server/core/importance/): the values stay in the autograd
-  // graph (converted to the compute dtype differentiably), so the caller
-  // runs with grad enabled and outside InferenceMode. The HeadMask path
-  // above is unchanged by it. kZero, kUniform and kMean (with `mask_fill`,
-  // below).
-  //
-  // Masks in kMean / kMeanByRole / kResample need their reference
-  // (HeadMask::reference, on this device in the compute dtype); the last
-  // two also `positions` (each row's token layout, and its resample draw),
-  // whose fills (head_reference.h) the caller checked fit
-  // (CheckReferenceFits).
-  //
-  // `patch` (when not null; no masks then) patches each row's sites with
-  // the source run's activations (activation_patch.h).
+  // no mask; each [L x H], made into tensors by MakeBatchHeadMask
+  // (head_mask_tensors.h: which layers to mask from HeadMask::AffectedHeads,
+  // no device sync). Masks in kMean / kMeanByRole / kResample need their
+  // reference (HeadMask::reference, on this device in the compute dtype);
+  // the last two also `positions` (each row's token layout, and its
+  // resample draw), whose fills the caller checked fit
+  // (CheckReferenceFits). `start` (compute dtype, device) is where
+  // options.start_layer begins. `patch` (when not null; no masks then)
+  // patches each row's sites with the source run's activations
+  // (activation_patch.h). Throws c10::Error on what the caller should have
+  // refused first (Engine::Run does: compute_logits without a classifier,
+  // a mask of the wrong shape, layers out of range).
   //
   // options.attention_kernel: kFused runs FusedAttention (bert_layer.h) in
   // the layers whose probabilities are not returned; kAuto and kExplicit
-  // run the explicit softmax (kAuto is Model's to resolve).
-  //
-  // `mask_tensor` in kMean (differentiable, for head importance) needs
-  // `mask_fill`, [L, H, d] on this device: the value the ablated part of
-  // each head's output takes (HeadReference::mean). kResample has no tensor
-  // form.
+  // run the explicit softmax (kAuto is Engine's to resolve).
   BertRunOutput Run(const torch::Tensor& input_ids,
                     const torch::Tensor& token_type_ids,
                     const torch::Tensor& attention_mask,
                     const std::vector<const HeadMask*>& masks,
-                    const ForwardOptions& options,
+                    const EngineOptions& options,
                     const LayerStart& start = LayerStart(),
-                    const torch::Tensor& mask_tensor = torch::Tensor(),
-                    AblationMode mask_mode = AblationMode::kZero,
                     const ActivationPatch* patch = nullptr,
-                    const torch::Tensor& mask_fill = torch::Tensor(),
                     const RowPositions* positions = nullptr);
+  // As Run, under a mask already made tensors: e.g. TensorHeadMask's, whose
+  // values stay in the autograd graph (head importance: the caller runs
+  // with grad enabled and outside InferenceMode).
+  BertRunOutput RunUnder(const torch::Tensor& input_ids,
+                         const torch::Tensor& token_type_ids,
+                         const torch::Tensor& attention_mask,
+                         const BatchHeadMask& head_mask,
+                         const EngineOptions& options,
+                         const LayerStart& start = LayerStart(),
+                         const ActivationPatch* patch = nullptr);
+  // The batch's shapes as the mask builders take them.
+  MaskShape mask_shape(const torch::Tensor& input_ids) const;
+  // The parameters' dtype.
+  torch::ScalarType compute_dtype() const;
 
   BertModel bert{nullptr};
   torch::nn::Dropout dropout{nullptr};

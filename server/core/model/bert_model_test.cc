@@ -133,7 +133,7 @@ TEST(BertModelTest, MasksEditTheProbabilities) {
   model.eval();
   torch::InferenceMode guard;
   Batch b = TwoRows();
-  ForwardOptions opt;
+  EngineOptions opt;
   opt.attention_layers = {0, 1};
   BertRunOutput plain = model.Run(b.ids, b.types, b.mask, {}, opt);
   // Padding keys get no attention; rows sum to 1.
@@ -176,7 +176,7 @@ TEST(BertModelTest, ClsOnlyLastLayerKeepsTheLogits) {
   const HeadMask uniform =
       *HeadMask::Ablate(2, 2, {{1, 1}}, AblationMode::kUniform);
   for (bool masked : {false, true}) {
-    ForwardOptions opt;
+    EngineOptions opt;
     std::vector<const HeadMask*> masks;
     if (masked) masks = {&zero, &uniform};
     opt.cls_only_last_layer = false;
@@ -196,7 +196,7 @@ TEST(BertModelTest, DropoutOnlyInTrainMode) {
   torch::manual_seed(3);
   BertForSequenceClassificationImpl model(TinyConfig(), 3);
   Batch b = TwoRows();
-  ForwardOptions opt;
+  EngineOptions opt;
   model.eval();
   {
     torch::NoGradGuard no_grad;
@@ -234,7 +234,7 @@ TEST(BertModelTest, ActivationChangesOutput) {
   EXPECT_FALSE(torch::equal(erf, run("gelu_new")));
 }
 
-// Packing (ForwardOptions::pack_tokens) and a start from cached head outputs
+// Packing (EngineOptions::pack_tokens) and a start from cached head outputs
 // (LayerStart::head_outputs) are optimisations, never a different answer.
 BertConfig WideConfig() {  // d = 64: TwoRows' padding (0.2) is worth packing
   BertConfig c = TinyConfig();
@@ -267,7 +267,7 @@ TEST(BertModelTest, PackedPassGivesThePaddedPassOutputs) {
   const HeadMask uniform =
       *HeadMask::Ablate(2, 2, {{1, 0}}, AblationMode::kUniform);
   for (bool cls_only : {false, true}) {
-    ForwardOptions opt;
+    EngineOptions opt;
     opt.cls_only_last_layer = cls_only;
     if (!cls_only) {
       opt.capture_hidden = {1, 2};
@@ -293,7 +293,7 @@ TEST(BertModelTest, PackedPassGivesThePaddedPassOutputs) {
   }
   // Attention asked for: the pass stays padded (HF's rows at padding
   // queries), so it is the padded pass to the bit.
-  ForwardOptions opt;
+  EngineOptions opt;
   opt.attention_layers = {0, 1};
   const BertRunOutput padded =
       model.Run(b.ids, b.types, b.mask, {&zero, &zero}, opt);
@@ -313,14 +313,14 @@ TEST(BertModelTest, StartFromHeadOutputsGivesTheFullPassLogits) {
   model.eval();
   torch::InferenceMode guard;
   const Batch b = TwoRows();
-  ForwardOptions capture;
+  EngineOptions capture;
   capture.capture_hidden = {1};
   capture.capture_head_outputs = {1};
   const BertRunOutput base = model.Run(b.ids, b.types, b.mask, {}, capture);
   const HeadMask l1h0 = *HeadMask::Ablate(2, 2, {{1, 0}}, AblationMode::kZero);
   const HeadMask l1h1 = *HeadMask::Ablate(2, 2, {{1, 1}}, AblationMode::kZero);
   for (bool pack : {false, true}) {
-    ForwardOptions opt;
+    EngineOptions opt;
     opt.pack_tokens = pack;
     const torch::Tensor full =
         model.Run(b.ids, b.types, b.mask, {&l1h0, &l1h1}, opt).logits;

@@ -1,6 +1,7 @@
-// What one forward pass computes besides the logits: the one options struct
-// of Model::Forward / Model::ForwardTensors (model.h, model_tensors.h) and of
-// BertForSequenceClassificationImpl::Run (bert_model.h). No libtorch.
+// What one forward pass computes besides the logits: the options of
+// Model::Forward (model.h), and EngineOptions, which adds what only a
+// tensor caller (Engine, engine.h) can use: resuming, capturing. No
+// libtorch.
 #ifndef BERTOLOGY_CORE_FORWARD_OPTIONS_H_
 #define BERTOLOGY_CORE_FORWARD_OPTIONS_H_
 
@@ -22,21 +23,8 @@ enum class AttentionKernel {
 
 struct ForwardOptions {
   // Layers whose post-mask attention probabilities to return, each in
-  // [start_layer, L).
+  // [0, L) (EngineOptions: [start_layer, L)).
   std::vector<int> attention_layers;
-  // Run only layers [start_layer, L), starting from the input hidden state
-  // of layer `start_layer` (ForwardTensors' `start_hidden`, e.g. taken from
-  // a cached unmasked pass). 0: start from the embeddings.
-  int start_layer = 0;
-  // Layers whose *input* hidden state ([B, T, D]) to return, each in
-  // [start_layer, L]; layer L means the encoder output. Tensor level only
-  // (ForwardTensors).
-  std::vector<int> capture_hidden;
-  // Layers whose head outputs (the attention context p @ V after the mask,
-  // before the output projection) to return, [B, T, D] each, in
-  // [start_layer, L); heads are D's consecutive slices of head_size. Tensor
-  // level only. The last layer among them runs in full.
-  std::vector<int> capture_head_outputs;
   // Run pooler + classifier (FAILED_PRECONDITION on a plain BertModel).
   bool compute_logits = true;
   // Logits read only [CLS] of the last layer, so its queries, output
@@ -61,6 +49,26 @@ struct ForwardOptions {
   // golden model's logits (fused_attention_test), 1.0e-5 measured on the
   // shipped 12-layer model's probabilities (cuda_link_test).
   AttentionKernel attention_kernel = AttentionKernel::kAuto;
+};
+
+// ForwardOptions plus what only a caller holding tensors can use: resuming
+// from a cached hidden state, and capturing hidden states and head outputs
+// to resume from or patch with.
+struct EngineOptions : ForwardOptions {
+  EngineOptions() = default;
+  explicit EngineOptions(const ForwardOptions& base) : ForwardOptions(base) {}
+  // Run only layers [start_layer, L), starting from the input hidden state
+  // of layer `start_layer` (ModelInput::start_hidden, engine.h, e.g.
+  // taken from a cached unmasked pass). 0: start from the embeddings.
+  int start_layer = 0;
+  // Layers whose *input* hidden state ([B, T, D]) to return, each in
+  // [start_layer, L]; layer L means the encoder output.
+  std::vector<int> capture_hidden;
+  // Layers whose head outputs (the attention context p @ V after the mask,
+  // before the output projection) to return, [B, T, D] each, in
+  // [start_layer, L); heads are D's consecutive slices of head_size. The
+  // last layer among them runs in full.
+  std::vector<int> capture_head_outputs;
 };
 
 }  // namespace bertology

@@ -16,10 +16,10 @@
 
 #include "gtest/gtest.h"
 #include "server/core/model/bert_layer.h"
+#include "server/core/model/engine.h"
 #include "server/core/model/golden_for_tests.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model.h"
-#include "server/core/model/model_tensors.h"
 
 namespace bertology {
 namespace {
@@ -47,12 +47,12 @@ class FusedAttentionTest : public golden::InterventionsFixture {
 
   static TensorOutput Run(const std::vector<HeadMask>& masks,
                           AttentionKernel kernel,
-                          ForwardOptions options = ForwardOptions{},
+                          EngineOptions options = EngineOptions{},
                           const ModelInput& input = Inputs()) {
     std::vector<const HeadMask*> ptrs;
     for (const HeadMask& m : masks) ptrs.push_back(&m);
     options.attention_kernel = kernel;
-    auto out = model_->ForwardTensors(input, ptrs, options);
+    auto out = model_->engine().Run(input, ptrs, options);
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? *out : TensorOutput();
   }
@@ -101,9 +101,9 @@ TEST(FusedAttentionAvailabilityTest, FollowsTheLibtorchVersion) {
     ModelInput input{golden::ToTensor(in["input_ids"], torch::kLong),
                      golden::ToTensor(in["token_type_ids"], torch::kLong),
                      golden::ToTensor(in["attention_mask"], torch::kLong)};
-    ForwardOptions fo;
+    EngineOptions fo;
     fo.attention_kernel = AttentionKernel::kFused;
-    EXPECT_EQ((*model)->ForwardTensors(input, {}, fo).status().code(),
+    EXPECT_EQ((*model)->engine().Run(input, {}, fo).status().code(),
               absl::StatusCode::kFailedPrecondition);
   }
   options.attention = "flash";
@@ -121,7 +121,7 @@ TEST_F(FusedAttentionTest, EveryModeMatchesTheExplicitPath) {
                      (fractional ? " fractional" : " binary") +
                      (pack ? " packed" : " padded"));
         const std::vector<HeadMask> masks = Masks(mode, fractional, 11);
-        ForwardOptions fo;
+        EngineOptions fo;
         fo.pack_tokens = pack;
         const torch::Tensor a =
             Run(masks, AttentionKernel::kExplicit, fo).logits;
@@ -162,7 +162,7 @@ TEST_F(FusedAttentionTest, RowsInDifferentModesShareAPass) {
 TEST_F(FusedAttentionTest, StartedFromCachedHeadOutputs) {
   // The sweep's path: an unmasked fused pass caches layer 1's input and
   // head outputs; masks from layer 1 resume there.
-  ForwardOptions capture;
+  EngineOptions capture;
   capture.capture_hidden = {1};
   capture.capture_head_outputs = {1};
   const TensorOutput base = Run({}, AttentionKernel::kFused, capture);
@@ -177,7 +177,7 @@ TEST_F(FusedAttentionTest, StartedFromCachedHeadOutputs) {
   ModelInput input = Inputs();
   input.start_hidden = base.hidden.at(1);
   input.start_head_outputs = base.head_outputs.at(1);
-  ForwardOptions resume;
+  EngineOptions resume;
   resume.start_layer = 1;
   const torch::Tensor resumed =
       Run(masks, AttentionKernel::kFused, resume, input).logits;
@@ -188,7 +188,7 @@ TEST_F(FusedAttentionTest, StartedFromCachedHeadOutputs) {
 
 TEST_F(FusedAttentionTest, ProbabilitiesAskedForComeFromTheExplicitPath) {
   const std::vector<HeadMask> masks = Masks(AblationMode::kUniform, true, 8);
-  ForwardOptions fo;
+  EngineOptions fo;
   fo.attention_layers = {0, 2};
   const TensorOutput a = Run(masks, AttentionKernel::kExplicit, fo);
   const TensorOutput b = Run(masks, AttentionKernel::kFused, fo);
@@ -208,9 +208,9 @@ TEST_F(FusedAttentionTest, MaskGradientsMatch) {
   auto grad = [](AttentionKernel kernel, AblationMode mode) {
     torch::Tensor m = torch::full({3, 4}, 0.7).requires_grad_(true);
     HeadMaskTensor mask{m, mode, *stats_};
-    ForwardOptions fo;
+    EngineOptions fo;
     fo.attention_kernel = kernel;
-    auto out = model_->ForwardWithGrad(Inputs(), mask, fo);
+    auto out = model_->engine().RunWithGrad(Inputs(), mask, fo);
     EXPECT_TRUE(out.ok()) << out.status();
     return torch::autograd::grad({out->logits.select(1, 0).sum()}, {m})[0];
   };

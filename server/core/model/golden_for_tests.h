@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/core/model/engine.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model.h"
-#include "server/core/model/model_tensors.h"
 #include "server/core/tokenizer/tokenizer.h"
 
 namespace bertology {
@@ -152,7 +152,7 @@ inline ModelInput GoldenInput(const Model& model, const nlohmann::json& golden,
   }
   std::vector<const Encoding*> ptrs;
   for (const Encoding& e : encodings) ptrs.push_back(&e);
-  auto input = model.MakeBatch(ptrs);
+  auto input = model.engine().MakeBatch(ptrs);
   EXPECT_TRUE(input.ok()) << input.status();
   if (!input.ok()) return ModelInput();
   input->draws.assign(encodings.size(), draw);

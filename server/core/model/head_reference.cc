@@ -9,8 +9,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/core/model/engine.h"
 #include "server/core/model/model.h"
-#include "server/core/model/model_tensors.h"
+#include "server/core/model/reference_tensors.h"
 
 namespace bertology {
 namespace {
@@ -140,7 +141,8 @@ absl::StatusOr<std::shared_ptr<const HeadReference>> ComputeHeadReference(
   torch::Tensor role_sums =
       torch::zeros({kNumTokenRoles, layers, heads, d}, torch::kDouble);
   std::vector<torch::Tensor> token_parts;  // [T_i, L, H, d] per example
-  ForwardOptions options;
+  const Engine& engine = model.engine();
+  EngineOptions options;
   options.compute_logits = false;
   for (int l = 0; l < layers; ++l) options.capture_head_outputs.push_back(l);
   batch_rows = std::max(1, batch_rows);
@@ -148,9 +150,8 @@ absl::StatusOr<std::shared_ptr<const HeadReference>> ComputeHeadReference(
     const int64_t end = std::min(n, start + batch_rows);
     const std::vector<const Encoding*> batch(encodings.begin() + start,
                                              encodings.begin() + end);
-    ASSIGN_OR_RETURN(ModelInput input, model.MakeBatch(batch));
-    ASSIGN_OR_RETURN(TensorOutput out,
-                     model.ForwardTensors(input, {}, options));
+    ASSIGN_OR_RETURN(ModelInput input, engine.MakeBatch(batch));
+    ASSIGN_OR_RETURN(TensorOutput out, engine.Run(input, {}, options));
     try {
       torch::InferenceMode inference_mode;
       const int64_t b = end - start;
@@ -188,12 +189,8 @@ absl::StatusOr<std::shared_ptr<const HeadReference>> ComputeHeadReference(
   }
   try {
     torch::InferenceMode inference_mode;
-    // The model's placement: the dtype and device of its logits' inputs.
-    ASSIGN_OR_RETURN(ModelInput probe, model.MakeBatch({encodings[0]}));
-    const torch::Device device = probe.input_ids.device();
-    const torch::ScalarType dtype = model.dtype() == "F16"    ? torch::kHalf
-                                    : model.dtype() == "BF16" ? torch::kBFloat16
-                                                              : torch::kFloat;
+    const torch::Device device = engine.placement().device;
+    const torch::ScalarType dtype = engine.placement().dtype;
     std::vector<double> counts(kNumTokenRoles);
     for (int r = 0; r < kNumTokenRoles; ++r) {
       counts[r] = std::max<double>(1.0, ref->role_tokens[r]);
@@ -201,10 +198,14 @@ absl::StatusOr<std::shared_ptr<const HeadReference>> ComputeHeadReference(
     const torch::Tensor role_means =
         role_sums /
         torch::tensor(counts, torch::kDouble).view({kNumTokenRoles, 1, 1, 1});
-    ref->mean = (role_sums.sum(0) / static_cast<double>(total_tokens))
-                    .to(device, dtype);
-    ref->role_means = role_means.to(device, dtype);
-    if (keep_tokens) ref->token_outputs = torch::cat(token_parts).to(device);
+    auto tensors = std::make_shared<ReferenceTensors>();
+    tensors->mean = (role_sums.sum(0) / static_cast<double>(total_tokens))
+                        .to(device, dtype);
+    tensors->role_means = role_means.to(device, dtype);
+    if (keep_tokens) {
+      tensors->token_outputs = torch::cat(token_parts).to(device);
+    }
+    ref->tensors = std::move(tensors);
     ref->tokens = total_tokens;
   } catch (const c10::Error& e) {
     return absl::InternalError(
@@ -300,7 +301,8 @@ absl::Status CheckReferenceFits(const HeadReference& reference,
     }
   }
   if (mode != AblationMode::kResample) return absl::OkStatus();
-  if (!reference.token_outputs.defined()) {
+  if (reference.tensors == nullptr ||
+      !reference.tensors->token_outputs.defined()) {
     return absl::FailedPreconditionError(absl::StrCat(
         field,
         ": resample reads every reference token's head outputs, and "

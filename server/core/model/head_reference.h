@@ -1,6 +1,7 @@
 // Reference statistics for mean, role-mean and resample ablation
 // (head_mask.h): every head's output (its context vector p @ V, before the
 // attention output projection) on the unmasked model over a reference set.
+// This header has no libtorch: the outputs are in reference_tensors.h.
 //
 // Three views of the same outputs:
 //   mean:          one mean over every real token of the set (pooled: serves
@@ -18,8 +19,6 @@
 #ifndef BERTOLOGY_CORE_HEAD_REFERENCE_H_
 #define BERTOLOGY_CORE_HEAD_REFERENCE_H_
 
-#include <torch/types.h>
-
 #include <array>
 #include <cstdint>
 #include <map>
@@ -35,6 +34,7 @@
 namespace bertology {
 
 class Model;
+struct ReferenceTensors;  // reference_tensors.h: the outputs, core only
 
 // The roles kMeanByRole conditions on, in role_means' order.
 enum class TokenRole { kCls = 0, kSepA, kSepB, kTokenA, kTokenB };
@@ -68,15 +68,15 @@ struct HeadReference {
   int examples = 0;
   int64_t tokens = 0;  // real tokens averaged over
   int truncated_examples = 0;
-  // Compute dtype, on the model's device. d = head size.
-  torch::Tensor mean;        // [L, H, d]
-  torch::Tensor role_means;  // [kNumTokenRoles, L, H, d]; zero where no token
   std::array<int64_t, kNumTokenRoles> role_tokens{};  // tokens per role
-  // [tokens, L, H, d], example e's real tokens at rows [offsets[e],
-  // offsets[e + 1]); undefined when over the budget (token_output_bytes
-  // says what they would take).
-  torch::Tensor token_outputs;
+  // The outputs themselves (reference_tensors.h: mean, role_means,
+  // token_outputs), on the model's device; never null once computed.
+  std::shared_ptr<const ReferenceTensors> tensors;
+  // Bytes every token's outputs take (kept in tensors->token_outputs only
+  // within the budget).
   int64_t token_output_bytes = 0;
+  // Example e's real tokens are rows [offsets[e], offsets[e + 1]) of
+  // tensors->token_outputs.
   std::vector<int64_t> offsets;      // [examples + 1]
   std::vector<TokenLayout> layouts;  // [examples]
 };
@@ -86,7 +86,7 @@ struct HeadReference {
 std::string HeadReferenceId(const Model& model,
                             const std::vector<const Encoding*>& encodings);
 
-// Default budget for HeadReference::token_outputs: 1 GiB.
+// Default budget for ReferenceTensors::token_outputs: 1 GiB.
 inline constexpr int64_t kDefaultTokenOutputBudget = int64_t{1} << 30;
 
 // Runs the unmasked model over `encodings` (batches of `batch_rows`, padded
@@ -110,7 +110,7 @@ absl::StatusOr<std::shared_ptr<const HeadReference>> ComputeHeadReference(
 int ResampleSource(const HeadReference& reference, const TokenLayout& row,
                    const ResampleDraws& draws, int draw);
 
-// For each position t < row.length, the row of reference.token_outputs
+// For each position t < row.length, the row of tensors->token_outputs
 // that position t of `row` takes from reference example `source` under
 // `alignment` (head_mask.h, ResampleAlignment).
 std::vector<int64_t> ResampleTokenRows(const HeadReference& reference,

@@ -10,9 +10,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/model/engine.h"
 #include "server/core/model/golden_for_tests.h"
 #include "server/core/model/model.h"
-#include "server/core/model/model_tensors.h"
+#include "server/core/model/reference_tensors.h"
 
 namespace bertology {
 namespace {
@@ -45,7 +46,7 @@ class HeadReferenceTest : public golden::InterventionsFixture {
                               const ModelInput& input) {
     std::vector<const HeadMask*> ptrs;
     for (const HeadMask& m : masks) ptrs.push_back(&m);
-    auto out = model_->ForwardTensors(input, ptrs, ForwardOptions{});
+    auto out = model_->engine().Run(input, ptrs, EngineOptions{});
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? out->logits : torch::Tensor();
   }
@@ -70,17 +71,18 @@ TEST_F(HeadReferenceTest, StatisticsMatchTheReference) {
   const json& ref = (*golden_)["reference"];
   EXPECT_EQ(s.examples, 12);
   EXPECT_EQ(s.tokens, ref["tokens"].get<int64_t>());
-  EXPECT_LT(
-      golden::MaxAbsDiff(s.mean, golden::ToTensor(ref["mean"], torch::kDouble)),
-      kStatTol);
-  EXPECT_LT(golden::MaxAbsDiff(s.role_means, golden::ToTensor(ref["role_means"],
-                                                              torch::kDouble)),
+  EXPECT_LT(golden::MaxAbsDiff(s.tensors->mean,
+                               golden::ToTensor(ref["mean"], torch::kDouble)),
             kStatTol);
+  EXPECT_LT(
+      golden::MaxAbsDiff(s.tensors->role_means,
+                         golden::ToTensor(ref["role_means"], torch::kDouble)),
+      kStatTol);
   for (int r = 0; r < kNumTokenRoles; ++r) {
     EXPECT_EQ(s.role_tokens[r], ref["role_tokens"][r].get<int64_t>()) << r;
   }
-  ASSERT_TRUE(s.token_outputs.defined());
-  EXPECT_EQ(s.token_outputs.size(0), s.tokens);
+  ASSERT_TRUE(s.tensors->token_outputs.defined());
+  EXPECT_EQ(s.tensors->token_outputs.size(0), s.tokens);
   // The id is a digest of the model and the examples: stable, and another
   // set gets another id.
   std::vector<const Encoding*> ptrs = {&reference_[0], &reference_[1]};
@@ -95,7 +97,8 @@ TEST_F(HeadReferenceTest, RoleMeansDifferFromThePooledMean) {
   // What the pooled mean hides: a head's [CLS] output is not its mean over
   // every token (the reviewer's L1H9: distance 2.09 at a norm of 0.44).
   const HeadReference& s = **stats_;
-  EXPECT_GT(golden::MaxAbsDiff(s.role_means[0], s.mean), 1e-2);
+  EXPECT_GT(golden::MaxAbsDiff(s.tensors->role_means[0], s.tensors->mean),
+            1e-2);
 }
 
 TEST_F(HeadReferenceTest, ResampleSourcesMatchTheReferenceDraws) {
@@ -180,11 +183,11 @@ TEST_F(HeadReferenceTest, ResumedFromCachedHeadOutputs) {
       SCOPED_TRACE(name + (pack ? " packed" : " padded"));
       const json& c = Case(name);
       ModelInput input = golden::GoldenInput(*model_, *golden_, 1);
-      ForwardOptions capture;
+      EngineOptions capture;
       capture.pack_tokens = pack;
       capture.capture_hidden = {1};
       capture.capture_head_outputs = {1};
-      auto base = model_->ForwardTensors(input, {}, capture);
+      auto base = model_->engine().Run(input, {}, capture);
       ASSERT_TRUE(base.ok()) << base.status();
       std::vector<HeadMask> masks;
       std::vector<const HeadMask*> ptrs;
@@ -196,14 +199,14 @@ TEST_F(HeadReferenceTest, ResumedFromCachedHeadOutputs) {
         masks.push_back(*m);
       }
       for (const HeadMask& m : masks) ptrs.push_back(&m);
-      auto full = model_->ForwardTensors(input, ptrs, ForwardOptions{});
+      auto full = model_->engine().Run(input, ptrs, EngineOptions{});
       ASSERT_TRUE(full.ok()) << full.status();
       input.start_hidden = base->hidden.at(1);
       input.start_head_outputs = base->head_outputs.at(1);
-      ForwardOptions resume;
+      EngineOptions resume;
       resume.pack_tokens = pack;
       resume.start_layer = 1;
-      auto resumed = model_->ForwardTensors(input, ptrs, resume);
+      auto resumed = model_->engine().Run(input, ptrs, resume);
       ASSERT_TRUE(resumed.ok()) << resumed.status();
       EXPECT_LT(golden::MaxAbsDiff(resumed->logits, full->logits), 1e-5);
     }
@@ -238,7 +241,7 @@ TEST_F(HeadReferenceTest, RefusesFillsTheReferenceCannotGive) {
   auto small = ComputeHeadReference(*model_, {&reference_[0], &reference_[4]},
                                     32, /*token_output_budget=*/0);
   ASSERT_TRUE(small.ok()) << small.status();
-  EXPECT_FALSE((*small)->token_outputs.defined());
+  EXPECT_FALSE((*small)->tensors->token_outputs.defined());
   struct Case {
     AblationMode mode;
     std::shared_ptr<const HeadReference> ref;
@@ -260,8 +263,8 @@ TEST_F(HeadReferenceTest, RefusesFillsTheReferenceCannotGive) {
     std::vector<HeadMask> masks(4, *m);
     std::vector<const HeadMask*> ptrs;
     for (const HeadMask& x : masks) ptrs.push_back(&x);
-    auto out = model_->ForwardTensors(golden::GoldenInput(*model_, *golden_),
-                                      ptrs, ForwardOptions{});
+    auto out = model_->engine().Run(golden::GoldenInput(*model_, *golden_),
+                                    ptrs, EngineOptions{});
     EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition)
         << out.status();
     EXPECT_THAT(out.status().message(), HasSubstr(c.message));
@@ -272,11 +275,11 @@ TEST_F(HeadReferenceTest, RefusesFillsTheReferenceCannotGive) {
   m->set_reference(*stats_, ResampleDraws{2, 0});
   ModelInput input = golden::GoldenInput(*model_, *golden_, 2);
   std::vector<const HeadMask*> ptrs(4, &*m);
-  EXPECT_THAT(model_->ForwardTensors(input, ptrs, {}).status().message(),
+  EXPECT_THAT(model_->engine().Run(input, ptrs, {}).status().message(),
               HasSubstr("rows[0].draw=2 out of range [0, 2)"));
   input.draws.clear();
   input.layouts.clear();
-  EXPECT_THAT(model_->ForwardTensors(input, ptrs, {}).status().message(),
+  EXPECT_THAT(model_->engine().Run(input, ptrs, {}).status().message(),
               HasSubstr("token layout"));
 }
 

@@ -17,8 +17,9 @@
 #include "server/core/model/bert_model.h"
 #include "server/core/model/cuda_device.h"
 #include "server/core/model/device_copy.h"
+#include "server/core/model/engine.h"
 #include "server/core/model/head_reference.h"
-#include "server/core/model/model_tensors.h"
+#include "server/core/model/reference_tensors.h"
 #include "server/core/tokenizer/vocab.h"
 
 namespace bertology {
@@ -121,6 +122,7 @@ absl::StatusOr<std::string> Identity(const std::string& weights_file,
 
 }  // namespace
 
+Model::Model() = default;
 Model::~Model() = default;
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(
@@ -143,8 +145,6 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
   model->device_name_ = device.str();
   model->dtype_name_ = dtype.second;
   model->attention_name_ = attention.second;
-  model->placement_ = std::make_unique<const ModelPlacement>(
-      ModelPlacement{device, dtype.first, attention.first});
   model->head_ = checkpoint.head;
   BertConfig& config = model->config_;
 
@@ -176,7 +176,9 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
     checkpoint.weights.clear();  // free the file's copy before moving
     module->to(device, dtype.first);
     module->eval();
-    model->module_ = std::move(module);
+    model->engine_ = std::make_unique<const Engine>(
+        *model, std::move(module),
+        ModelPlacement{device, dtype.first, attention.first});
   } catch (const std::exception& e) {
     return absl::InternalError(
         absl::StrCat("building the model from ", options.dir, ": ", e.what()));
@@ -184,66 +186,66 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
   return model;
 }
 
+absl::Status Model::CheckCanClassify() const {
+  if (has_classifier()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "model ", dir_, " is a ", head_.architecture,
+      ": its encoder serves Tokenize and GetAttention, but Classify and "
+      "SweepAblation need a sequence classifier (bert.pooler + classifier "
+      "[labels, hidden], BertForSequenceClassification) or a token classifier "
+      "(classifier [labels, hidden], BertForTokenClassification)"));
+}
+
 absl::StatusOr<int64_t> Model::FreeDeviceBytes() const {
-  if (!placement_->device.is_cuda()) {
+  const ModelPlacement& placement = engine_->placement();
+  if (!placement.device.is_cuda()) {
     return absl::FailedPreconditionError(
         absl::StrCat("model ", dir_, " is on ", device_name_, ", not CUDA"));
   }
   ASSIGN_OR_RETURN(const CudaMemory memory,
-                   QueryCudaMemory(placement_->device.index()));
+                   QueryCudaMemory(placement.device.index()));
   return memory.free_bytes;
 }
 
-absl::StatusOr<ModelInput> Model::MakeBatch(
-    const std::vector<const Encoding*>& encodings) const {
-  if (encodings.empty()) return absl::InvalidArgumentError("empty batch");
-  size_t longest = 0;
-  for (size_t i = 0; i < encodings.size(); ++i) {
-    const size_t n = encodings[i]->tokens.size();
-    if (n == 0 || n > static_cast<size_t>(max_seq_len_)) {
-      return absl::InvalidArgumentError(absl::StrCat("encoding ", i, " has ", n,
-                                                     " tokens; must be in [1, ",
-                                                     max_seq_len_, "]"));
+namespace {
+
+// A float32 CPU copy of `t`, row-major.
+FloatArray ToFloatArray(const torch::Tensor& t) {
+  const torch::Tensor c = t.to(torch::kCPU, torch::kFloat).contiguous();
+  FloatArray out;
+  out.shape.assign(c.sizes().begin(), c.sizes().end());
+  out.data.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<ForwardOutput> Model::Forward(
+    const std::vector<ModelRow>& rows, const ForwardOptions& options) const {
+  std::vector<const Encoding*> encodings;
+  std::vector<const HeadMask*> masks;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].encoding == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rows[", r, "].encoding is null"));
     }
-    longest = std::max(longest, n);
+    encodings.push_back(rows[r].encoding);
+    masks.push_back(rows[r].mask);
   }
-  const int64_t b = static_cast<int64_t>(encodings.size());
-  const int64_t t = static_cast<int64_t>(longest);
+  ASSIGN_OR_RETURN(ModelInput input, engine_->MakeBatch(encodings));
+  for (const ModelRow& row : rows) input.draws.push_back(row.draw);
+  ASSIGN_OR_RETURN(TensorOutput out,
+                   engine_->Run(input, masks, EngineOptions(options)));
   try {
-    torch::Tensor ids =
-        torch::full({b, t}, tokenizer_->vocab().pad_id(), torch::kLong);
-    torch::Tensor types = torch::zeros({b, t}, torch::kLong);
-    torch::Tensor mask = torch::zeros({b, t}, torch::kLong);
-    auto ids_a = ids.accessor<int64_t, 2>();
-    auto types_a = types.accessor<int64_t, 2>();
-    auto mask_a = mask.accessor<int64_t, 2>();
-    // Ranges checked here, on the host: on CUDA a check of the device
-    // tensors would wait for the device twice per batch.
-    IdRange id_range{tokenizer_->vocab().pad_id()}, type_range{0};
-    for (int64_t r = 0; r < b; ++r) {
-      const std::vector<Token>& tokens = encodings[r]->tokens;
-      for (size_t j = 0; j < tokens.size(); ++j) {
-        ids_a[r][j] = tokens[j].id;
-        types_a[r][j] = tokens[j].segment;
-        mask_a[r][j] = 1;
-        id_range.Add(tokens[j].id);
-        type_range.Add(tokens[j].segment);
-      }
+    ForwardOutput result;
+    if (out.logits.defined()) result.logits = ToFloatArray(out.logits);
+    for (const auto& [layer, probs] : out.attentions) {
+      result.attentions[layer] = ToFloatArray(probs);
     }
-    RETURN_IF_ERROR(id_range.Check(config_.vocab_size, "input_ids"));
-    RETURN_IF_ERROR(
-        type_range.Check(config_.type_vocab_size, "token_type_ids"));
-    const torch::Device& device = placement_->device;
-    ModelInput input{ToDevice(ids, device), ToDevice(types, device),
-                     ToDevice(mask, device), torch::Tensor()};
-    input.ranges_checked = true;
-    input.layouts.reserve(encodings.size());
-    for (const Encoding* e : encodings) {
-      input.layouts.push_back(TokenLayout::Of(*e));
-    }
-    return input;
+    return result;
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("MakeBatch: ", e.what()));
+    return absl::InternalError(
+        absl::StrCat("copying the forward pass's outputs: ", e.what()));
   }
 }
 
@@ -269,11 +271,14 @@ absl::Status Model::CheckHeadMask(const HeadMask& mask,
   const std::vector<int64_t> shape = {config_.num_hidden_layers,
                                       config_.num_attention_heads,
                                       config_.head_size()};
-  if (!ref->mean.defined() || !ref->mean.sizes().equals(shape) ||
-      !ref->role_means.defined() || ref->role_means.dim() != 4 ||
-      ref->role_means.size(0) != kNumTokenRoles ||
-      ref->mean.device() != placement_->device ||
-      ref->mean.scalar_type() != placement_->dtype) {
+  const ReferenceTensors* tensors = ref->tensors.get();
+  const ModelPlacement& placement = engine_->placement();
+  if (tensors == nullptr || !tensors->mean.defined() ||
+      !tensors->mean.sizes().equals(shape) || !tensors->role_means.defined() ||
+      tensors->role_means.dim() != 4 ||
+      tensors->role_means.size(0) != kNumTokenRoles ||
+      tensors->mean.device() != placement.device ||
+      tensors->mean.scalar_type() != placement.dtype) {
     return absl::InvalidArgumentError(absl::StrCat(
         field, "'s reference statistics ", ref->id,
         " were not computed on this model (shape, device or dtype differ)"));

@@ -3,13 +3,14 @@
 // This is the one interface the service uses, and it has no libtorch in it:
 // rows go in as encodings with their head masks, results come out as plain
 // float arrays. The tensor face (padded batches, hidden states to cache and
-// resume from) is model_tensors.h, for the core only (the sweep executor,
+// resume from, passes with autograd) is the Engine behind it (engine.h),
+// for the core only (the sweep executor, patching, statistics, importance,
 // tests, benchmarks).
 //
 // It never throws: libtorch's c10::Error (and std::exception) are caught
 // here and returned as status.
-// Thread safety: a Model is immutable after Load(); Forward() and
-// ForwardTensors() may be called from many threads at once (they run under
+// Thread safety: a Model is immutable after Load(); Forward() and its
+// engine's passes may be called from many threads at once (they run under
 // torch::InferenceMode and keep no per-call state in the module).
 #ifndef BERTOLOGY_CORE_MODEL_H_
 #define BERTOLOGY_CORE_MODEL_H_
@@ -29,7 +30,7 @@
 
 namespace bertology {
 
-class BertForSequenceClassificationImpl;  // bert_model.h
+class Engine;  // engine.h: the tensor face, core only
 
 struct ModelOptions {
   std::string dir;             // HF model directory
@@ -74,12 +75,6 @@ struct ForwardOutput {
   FloatArray logits;
   std::map<int, FloatArray> attentions;  // layer -> [B, H, T, T], post-mask
 };
-
-// model_tensors.h: the tensor face, for the core only.
-struct ModelInput;
-struct TensorOutput;
-struct ModelPlacement;
-struct HeadMaskTensor;
 
 class Model {
  public:
@@ -129,60 +124,25 @@ class Model {
   // One pass over `rows`, padded to the longest, each row under its own
   // mask. INVALID_ARGUMENT naming the row ("rows[2].mask ...") for an empty,
   // too long or out-of-vocabulary encoding or a mask of the wrong shape,
-  // and naming the field for a layer index out of range or start_layer /
-  // capture_hidden (tensor level only: use ForwardTensors);
+  // and naming the field for a layer index out of range;
   // FAILED_PRECONDITION for compute_logits without a classifier (naming the
-  // architecture); INVALID_ARGUMENT for a mask that changes a layer below
-  // start_layer (those layers are not run, so it would be ignored);
+  // architecture) or a mask whose reference statistics cannot fill a row;
   // RESOURCE_EXHAUSTED when the device runs out of memory (fewer rows may
-  // fit); INTERNAL for another libtorch failure. Implemented in
-  // model_forward.cc.
+  // fit); INTERNAL for another libtorch failure.
   absl::StatusOr<ForwardOutput> Forward(const std::vector<ModelRow>& rows,
                                         const ForwardOptions& options) const;
 
-  // Tensor level (model_tensors.h; not for server/service/).
-  // Pads `encodings` to the longest and moves them to the device.
-  absl::StatusOr<ModelInput> MakeBatch(
-      const std::vector<const Encoding*>& encodings) const;
-  // As Forward, on a padded batch; `masks` is empty or one per row (nullptr:
-  // no mask). Also validates input shapes and ranges, start_hidden
-  // ([B, T, D] when options.start_layer > 0 or given) and
-  // start_head_outputs (model_tensors.h).
-  absl::StatusOr<TensorOutput> ForwardTensors(
-      const ModelInput& input, const std::vector<const HeadMask*>& masks,
-      const ForwardOptions& options) const;
-  // As ForwardTensors, with autograd: one pass under `mask` (a tensor, e.g.
-  // one that requires grad) with grad mode on instead of InferenceMode, so
-  // the outputs stay in the graph and d(logits)/d(mask) exists (head
-  // importance). Logits are float32 on the CPU, converted differentiably.
-  // The same module code as every other pass. FAILED_PRECONDITION when
-  // called under InferenceMode (there would be no graph); INVALID_ARGUMENT
-  // for a mask not [B, L, H] or [L, H] floats. The module's parameters are
-  // shared: take gradients with torch::autograd::grad on the mask (never
-  // backward(), which would accumulate into the parameters' .grad).
-  absl::StatusOr<TensorOutput> ForwardWithGrad(
-      const ModelInput& input, const HeadMaskTensor& mask,
-      const ForwardOptions& options) const;
+  // The tensor face (engine.h; core only).
+  const Engine& engine() const { return *engine_; }
 
  private:
-  Model() = default;
+  Model();
   BertConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::shared_ptr<BertForSequenceClassificationImpl> module_;
   BertHead head_;
   int max_seq_len_ = 0;
   std::string device_name_, dtype_name_, attention_name_, dir_, identity_;
-  // options.attention_kernel with kAuto replaced by the model's default.
-  ForwardOptions Resolved(const ForwardOptions& options) const;
-  // What Forward and ForwardTensors refuse before running (model_forward.cc).
-  absl::Status CheckForward(const ModelInput& input,
-                            const std::vector<const HeadMask*>& masks,
-                            const ForwardOptions& options) const;
-  // CheckForward's part for ModelInput::start_head_outputs.
-  absl::Status CheckStartHeadOutputs(const ModelInput& input,
-                                     const std::vector<const HeadMask*>& masks,
-                                     const ForwardOptions& options) const;
-  std::unique_ptr<const ModelPlacement> placement_;  // device, compute dtype
+  std::unique_ptr<const Engine> engine_;
 };
 
 }  // namespace bertology

@@ -16,8 +16,8 @@
 
 #include "absl/strings/str_replace.h"
 #include "server/core/checkpoint/checkpoint.h"
+#include "server/core/model/engine.h"
 #include "server/core/model/model.h"
-#include "server/core/model/model_tensors.h"
 
 namespace bertology {
 namespace {
@@ -90,13 +90,13 @@ TEST(ModelHeadsTest, EncoderOnlyServesAttentionAndRefusesLogits) {
               ::testing::ElementsAre("bert.pooler.dense.bias",
                                      "bert.pooler.dense.weight"));
   const Encoding e = Text(*model, "the cat sat");
-  ForwardOptions attention;
+  EngineOptions attention;
   attention.compute_logits = false;
   attention.attention_layers = {0, 2};
   auto out = model->Forward({ModelRow{&e, nullptr}}, attention);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->attentions.size(), 2u);
-  auto logits = model->Forward({ModelRow{&e, nullptr}}, ForwardOptions());
+  auto logits = model->Forward({ModelRow{&e, nullptr}}, EngineOptions());
   EXPECT_EQ(logits.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(logits.status().message(), HasSubstr("is a BertForMaskedLM"));
 }
@@ -109,10 +109,10 @@ TEST(ModelHeadsTest, TokenClassifierLogitsPerPositionWithoutClsShortcut) {
   EXPECT_EQ(model->head_kind(), HeadKind::kTokenClassification);
   const Encoding a = Text(*model, "the cat sat on the mat");
   const Encoding b = Text(*model, "a dog");
-  ForwardOptions full;
+  EngineOptions full;
   full.cls_only_last_layer = false;
   auto plain = model->Forward({{&a, nullptr}, {&b, nullptr}}, full);
-  auto fast = model->Forward({{&a, nullptr}, {&b, nullptr}}, ForwardOptions());
+  auto fast = model->Forward({{&a, nullptr}, {&b, nullptr}}, EngineOptions());
   ASSERT_TRUE(plain.ok()) << plain.status();
   ASSERT_TRUE(fast.ok()) << fast.status();
   const int64_t t = static_cast<int64_t>(a.tokens.size());
@@ -131,24 +131,24 @@ TEST(ModelHeadsTest, MaskBelowStartLayerIsRefused) {
   auto model = Load(GoldenModelDir());
   ASSERT_NE(model, nullptr);
   const Encoding e = Text(*model, "the cat sat");
-  auto input = model->MakeBatch({&e});
+  auto input = model->engine().MakeBatch({&e});
   ASSERT_TRUE(input.ok());
-  ForwardOptions capture;
+  EngineOptions capture;
   capture.capture_hidden = {2};
-  auto base = model->ForwardTensors(*input, {}, capture);
+  auto base = model->engine().Run(*input, {}, capture);
   ASSERT_TRUE(base.ok()) << base.status();
   input->start_hidden = base->hidden.at(2);
-  ForwardOptions resume;
+  EngineOptions resume;
   resume.start_layer = 2;
   auto below = HeadMask::Ablate(3, 4, {LayerHead{0, 1}}, AblationMode::kZero);
   auto at = HeadMask::Ablate(3, 4, {LayerHead{2, 1}}, AblationMode::kZero);
   ASSERT_TRUE(below.ok() && at.ok());
-  auto refused = model->ForwardTensors(*input, {&*below}, resume);
+  auto refused = model->engine().Run(*input, {&*below}, resume);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(refused.status().message(),
               HasSubstr("rows[0].mask changes layer 0 head 1, below "
                         "start_layer=2"));
-  EXPECT_TRUE(model->ForwardTensors(*input, {&*at}, resume).ok());
+  EXPECT_TRUE(model->engine().Run(*input, {&*at}, resume).ok());
 }
 
 }  // namespace

@@ -20,8 +20,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/model/cuda_device.h"
+#include "server/core/model/engine.h"
 #include "server/core/model/golden_for_tests.h"
-#include "server/core/model/model_tensors.h"
 
 namespace bertology {
 namespace {
@@ -93,15 +93,15 @@ class GoldenModelTest : public ::testing::Test {
     ADD_FAILURE() << "no case " << name;
     return (*golden_)["cases"][0];
   }
-  static ForwardOptions AllAttentions() {
-    ForwardOptions options;
+  static EngineOptions AllAttentions() {
+    EngineOptions options;
     options.attention_layers = {0, 1, 2};
     return options;
   }
   // The golden input under per-row `masks`, every layer's attention out.
   static absl::StatusOr<TensorOutput> RunMasked(
       const std::vector<HeadMask>& masks, ModelInput input = Input()) {
-    return model_->ForwardTensors(input, Rows(masks), AllAttentions());
+    return model_->engine().Run(input, Rows(masks), AllAttentions());
   }
 
   static json* golden_;
@@ -156,9 +156,9 @@ TEST_F(GoldenModelTest, MasksChangeTheLogits) {
   static_assert(kMaskEffect > 1000 * kLogitTol);
   for (bool cls_only : {false, true}) {
     SCOPED_TRACE(cls_only ? "cls-only last layer" : "full last layer");
-    ForwardOptions options;
+    EngineOptions options;
     options.cls_only_last_layer = cls_only;
-    auto unmasked = model_->ForwardTensors(Input(), {}, options);
+    auto unmasked = model_->engine().Run(Input(), {}, options);
     ASSERT_TRUE(unmasked.ok()) << unmasked.status();
     EXPECT_LT(MaxAbsDiff(unmasked->logits,
                          ToTensor(Case("none")["logits"], torch::kDouble)),
@@ -169,7 +169,7 @@ TEST_F(GoldenModelTest, MasksChangeTheLogits) {
       SCOPED_TRACE(name);
       const json& c = Case(name);
       const std::vector<HeadMask> masks = RowMasks(c);
-      auto masked = model_->ForwardTensors(Input(), Rows(masks), options);
+      auto masked = model_->engine().Run(Input(), Rows(masks), options);
       ASSERT_TRUE(masked.ok()) << masked.status();
       const torch::Tensor reference = ToTensor(c["logits"], torch::kDouble);
       EXPECT_LT(MaxAbsDiff(masked->logits, reference), kLogitTol);
@@ -186,25 +186,25 @@ TEST_F(GoldenModelTest, MasksChangeTheLogits) {
 }
 
 // The default path reads only [CLS] of the last layer
-// (ForwardOptions::cls_only_last_layer); MatchesReferenceForEveryCase asks for
+// (EngineOptions::cls_only_last_layer); MatchesReferenceForEveryCase asks for
 // every layer's attention, which runs the last layer in full. This compares
 // the default path with the float64 reference, masked and not, at the same
 // tolerance.
 TEST_F(GoldenModelTest, ClsOnlyLastLayerMatchesReference) {
-  ASSERT_TRUE(ForwardOptions().cls_only_last_layer);
+  ASSERT_TRUE(EngineOptions().cls_only_last_layer);
   const json& cases = (*golden_)["cases"];
   ASSERT_EQ(cases.size(), 6u);
   for (const json& c : cases) {
     SCOPED_TRACE(c["name"].get<std::string>());
     const std::vector<HeadMask> masks = RowMasks(c);
     const torch::Tensor reference = ToTensor(c["logits"], torch::kDouble);
-    auto out = model_->ForwardTensors(Input(), Rows(masks), ForwardOptions());
+    auto out = model_->engine().Run(Input(), Rows(masks), EngineOptions());
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_LT(MaxAbsDiff(out->logits, reference), kLogitTol);
     // Attention of earlier layers does not need the last layer in full.
-    ForwardOptions early;
+    EngineOptions early;
     early.attention_layers = {0, 1};
-    auto with_attention = model_->ForwardTensors(Input(), Rows(masks), early);
+    auto with_attention = model_->engine().Run(Input(), Rows(masks), early);
     ASSERT_TRUE(with_attention.ok()) << with_attention.status();
     EXPECT_LT(MaxAbsDiff(with_attention->logits, reference), kLogitTol);
   }
@@ -244,9 +244,9 @@ TEST_F(GoldenModelTest, PerRowMasksEqualEachRowAlone) {
 // wrong layer, or applied a layer's mask at another layer (or not at all),
 // fails at some start.
 TEST_F(GoldenModelTest, StartLayerFromCapturedHiddenMatchesFullPass) {
-  ForwardOptions base;
+  EngineOptions base;
   base.capture_hidden = {0, 1, 2, 3};
-  auto baseline = model_->ForwardTensors(Input(), {}, base);
+  auto baseline = model_->engine().Run(Input(), {}, base);
   ASSERT_TRUE(baseline.ok()) << baseline.status();
   ASSERT_EQ(baseline->hidden.size(), 4u);
   EXPECT_EQ(baseline->hidden[3].sizes(), torch::IntArrayRef({4, 12, 32}));
@@ -264,16 +264,16 @@ TEST_F(GoldenModelTest, StartLayerFromCapturedHiddenMatchesFullPass) {
     const std::vector<HeadMask> masks(4, *mask);
     for (bool cls_only : {false, true}) {
       SCOPED_TRACE(cls_only ? "cls-only last layer" : "full last layer");
-      ForwardOptions full;
+      EngineOptions full;
       full.cls_only_last_layer = cls_only;
-      auto expected = model_->ForwardTensors(Input(), Rows(masks), full);
+      auto expected = model_->engine().Run(Input(), Rows(masks), full);
       ASSERT_TRUE(expected.ok()) << expected.status();
-      ForwardOptions resumed;
+      EngineOptions resumed;
       resumed.cls_only_last_layer = cls_only;
       resumed.start_layer = start;
       ModelInput from_cache = Input();
       from_cache.start_hidden = baseline->hidden[start];
-      auto out = model_->ForwardTensors(from_cache, Rows(masks), resumed);
+      auto out = model_->engine().Run(from_cache, Rows(masks), resumed);
       ASSERT_TRUE(out.ok()) << out.status();
       // At start 3 the resumed pass runs no layer, so there it is the full
       // pass that reads [CLS] only: the same logits up to float rounding.
@@ -296,17 +296,17 @@ TEST_F(GoldenModelTest, StartLayerFromCapturedHiddenMatchesFullPass) {
 }
 
 TEST_F(GoldenModelTest, RejectsBadOptions) {
-  auto code = [&](const ForwardOptions& o, ModelInput input = Input()) {
-    return model_->ForwardTensors(input, {}, o).status();
+  auto code = [&](const EngineOptions& o, ModelInput input = Input()) {
+    return model_->engine().Run(input, {}, o).status();
   };
-  ForwardOptions start;
+  EngineOptions start;
   start.start_layer = 2;
   ModelInput bad_hidden = Input();
   bad_hidden.start_hidden = torch::zeros({4, 12, 31});
   EXPECT_EQ(code(start, bad_hidden).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(code(start).code(), absl::StatusCode::kInvalidArgument);
 
-  ForwardOptions layers;
+  EngineOptions layers;
   layers.attention_layers = {3};
   EXPECT_THAT(code(layers).message(), HasSubstr("attention_layers[0]=3"));
   layers.attention_layers = {};
@@ -318,7 +318,7 @@ TEST_F(GoldenModelTest, RejectsBadOptions) {
 
   ModelInput bad = Input();
   bad.input_ids[0][1] = 120;
-  auto out = model_->ForwardTensors(bad, {}, ForwardOptions());
+  auto out = model_->engine().Run(bad, {}, EngineOptions());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(out.status().message(), HasSubstr("input_ids"));
 
@@ -329,9 +329,8 @@ TEST_F(GoldenModelTest, RejectsBadOptions) {
   auto zero = HeadMask::Ablate(3, 4, {{0, 0}});
   ASSERT_TRUE(zero.ok());
   absl::Status s =
-      model_
-          ->ForwardTensors(Input(), {&*zero, &ok, &*other, nullptr},
-                           ForwardOptions())
+      model_->engine()
+          .Run(Input(), {&*zero, &ok, &*other, nullptr}, EngineOptions())
           .status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "rows[2].mask has shape 2x4; the model has 3x4");
@@ -339,8 +338,7 @@ TEST_F(GoldenModelTest, RejectsBadOptions) {
             "m has shape 2x4; the model has 3x4");
   EXPECT_TRUE(model_->CheckHeadMask(ok, "m").ok());
   // Masks, when given, are one per row.
-  s = model_->ForwardTensors(Input(), {&ok, &ok, &ok}, ForwardOptions())
-          .status();
+  s = model_->engine().Run(Input(), {&ok, &ok, &ok}, EngineOptions()).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("masks has 3 entries for 4 rows"));
 }
@@ -349,9 +347,9 @@ TEST_F(GoldenModelTest, RejectsBadOptions) {
 // exactly as the unmasked model, in a batch with masked rows too.
 TEST_F(GoldenModelTest, UnmaskedRowsAreExact) {
   const HeadMask identity = HeadMask::Identity(3, 4, AblationMode::kUniform);
-  auto plain = model_->ForwardTensors(Input(), {}, AllAttentions());
+  auto plain = model_->engine().Run(Input(), {}, AllAttentions());
   ASSERT_TRUE(plain.ok()) << plain.status();
-  auto identities = model_->ForwardTensors(
+  auto identities = model_->engine().Run(
       Input(), {&identity, nullptr, &identity, nullptr}, AllAttentions());
   ASSERT_TRUE(identities.ok()) << identities.status();
   EXPECT_TRUE(torch::equal(identities->logits, plain->logits));
@@ -360,7 +358,7 @@ TEST_F(GoldenModelTest, UnmaskedRowsAreExact) {
   }
   auto zero = HeadMask::Ablate(3, 4, {{2, 1}});
   ASSERT_TRUE(zero.ok());
-  auto mixed = model_->ForwardTensors(
+  auto mixed = model_->engine().Run(
       Input(), {&identity, &*zero, nullptr, &identity}, AllAttentions());
   ASSERT_TRUE(mixed.ok()) << mixed.status();
   for (int r : {0, 2, 3}) {
@@ -372,7 +370,7 @@ TEST_F(GoldenModelTest, UnmaskedRowsAreExact) {
   EXPECT_FALSE(torch::equal(mixed->logits[1], plain->logits[1]));
 }
 
-// Model::Forward (rows in, plain arrays out) is MakeBatch + ForwardTensors.
+// Model::Forward (rows in, plain arrays out) is the engine's MakeBatch + Run.
 TEST_F(GoldenModelTest, ForwardOnRowsMatchesTensors) {
   auto a = model_->tokenizer().Encode("the cat", std::string_view("a dog"), 64);
   auto b = model_->tokenizer().Encode("it", std::nullopt, 64);
@@ -381,13 +379,13 @@ TEST_F(GoldenModelTest, ForwardOnRowsMatchesTensors) {
   auto uniform =
       HeadMask::Ablate(3, 4, {{0, 1}, {1, 3}}, AblationMode::kUniform);
   ASSERT_TRUE(uniform.ok());
-  ForwardOptions options;
+  EngineOptions options;
   options.attention_layers = {1};
   auto plain = model_->Forward({{&*a, &*uniform}, {&*b, nullptr}}, options);
   ASSERT_TRUE(plain.ok()) << plain.status();
-  auto batch = model_->MakeBatch({&*a, &*b});
+  auto batch = model_->engine().MakeBatch({&*a, &*b});
   ASSERT_TRUE(batch.ok()) << batch.status();
-  auto tensors = model_->ForwardTensors(*batch, {&*uniform, nullptr}, options);
+  auto tensors = model_->engine().Run(*batch, {&*uniform, nullptr}, options);
   ASSERT_TRUE(tensors.ok()) << tensors.status();
   const int64_t t = static_cast<int64_t>(a->tokens.size());
   EXPECT_EQ(plain->logits.shape, std::vector<int64_t>({2, 3}));
@@ -398,11 +396,8 @@ TEST_F(GoldenModelTest, ForwardOnRowsMatchesTensors) {
   EXPECT_TRUE(
       torch::equal(torch::tensor(plain->attentions[1].data).view({2, 4, t, t}),
                    tensors->attentions[1]));
-  // Starting part-way or capturing hidden states needs tensors.
-  ForwardOptions start;
-  start.start_layer = 1;
-  EXPECT_EQ(model_->Forward({{&*a, nullptr}}, start).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  // (Starting part-way or capturing hidden states is EngineOptions', not
+  // on Forward's ForwardOptions at all.)
   EXPECT_EQ(model_->Forward({{nullptr, nullptr}}, ForwardOptions())
                 .status()
                 .message(),
@@ -419,7 +414,7 @@ TEST_F(GoldenModelTest, MakeBatchPadsWithPadId) {
   auto b = model_->tokenizer().Encode("it", std::nullopt, 64);
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(b.ok()) << b.status();
-  auto batch = model_->MakeBatch({&*a, &*b});
+  auto batch = model_->engine().MakeBatch({&*a, &*b});
   ASSERT_TRUE(batch.ok()) << batch.status();
   const int64_t t = static_cast<int64_t>(a->tokens.size());
   ASSERT_EQ(batch->input_ids.sizes(), torch::IntArrayRef({2, t}));
@@ -431,10 +426,10 @@ TEST_F(GoldenModelTest, MakeBatchPadsWithPadId) {
   EXPECT_EQ(batch->input_ids[1][3].item<int64_t>(), 0);  // [PAD]
   EXPECT_EQ(batch->attention_mask[1].sum().item<int64_t>(), 3);
   EXPECT_EQ(batch->attention_mask[0].sum().item<int64_t>(), t);
-  auto out = model_->ForwardTensors(*batch, {}, ForwardOptions());
+  auto out = model_->engine().Run(*batch, {}, EngineOptions());
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->logits.sizes(), torch::IntArrayRef({2, 3}));
-  EXPECT_FALSE(model_->MakeBatch({}).ok());
+  EXPECT_FALSE(model_->engine().MakeBatch({}).ok());
 }
 
 TEST_F(GoldenModelTest, ForwardIsSafeFromManyThreads) {
@@ -566,7 +561,7 @@ TEST(ModelLoadTest, Bf16IsCloseToF32) {
     SCOPED_TRACE(c["name"].get<std::string>());
     const std::vector<HeadMask> masks = RowMasks(c);
     const torch::Tensor reference = ToTensor(c["logits"], torch::kDouble);
-    auto out = (*model)->ForwardTensors(input, Rows(masks), ForwardOptions());
+    auto out = (*model)->engine().Run(input, Rows(masks), EngineOptions());
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ(out->logits.scalar_type(), torch::kFloat);
     for (int64_t r = 0; r < 4; ++r) {
@@ -588,9 +583,9 @@ TEST(ModelLoadTest, Bf16IsCloseToF32) {
                   reference[r].argmax().item<int64_t>());
       }
     }
-    ForwardOptions all;
+    EngineOptions all;
     all.attention_layers = {0, 1, 2};
-    auto attention = (*model)->ForwardTensors(input, Rows(masks), all);
+    auto attention = (*model)->engine().Run(input, Rows(masks), all);
     ASSERT_TRUE(attention.ok()) << attention.status();
     for (int l = 0; l < 3; ++l) {
       const double error =
@@ -625,16 +620,16 @@ TEST(ModelLoadTest, PlainBertModelServesAttentionOnly) {
   EXPECT_FALSE((*model)->has_classifier());
   auto enc = (*model)->tokenizer().Encode("t5 t6", std::nullopt, 16);
   ASSERT_TRUE(enc.ok()) << enc.status();
-  auto batch = (*model)->MakeBatch({&*enc});
+  auto batch = (*model)->engine().MakeBatch({&*enc});
   ASSERT_TRUE(batch.ok()) << batch.status();
   const int64_t t = batch->input_ids.size(1);
 
-  ForwardOptions o;
+  EngineOptions o;
   o.compute_logits = false;
   o.attention_layers = {0, 1};
   auto zero = HeadMask::Ablate(2, 4, {{1, 3}});
   ASSERT_TRUE(zero.ok());
-  auto out = (*model)->ForwardTensors(*batch, {&*zero}, o);
+  auto out = (*model)->engine().Run(*batch, {&*zero}, o);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_FALSE(out->logits.defined());
   ASSERT_EQ(out->attentions.size(), 2u);
@@ -644,7 +639,7 @@ TEST(ModelLoadTest, PlainBertModelServesAttentionOnly) {
   EXPECT_EQ(out->attentions[1][0][3].abs().max().item<float>(), 0.0f);
 
   o.compute_logits = true;
-  auto refused = (*model)->ForwardTensors(*batch, {&*zero}, o);
+  auto refused = (*model)->engine().Run(*batch, {&*zero}, o);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(refused.status().message(),
             "model " + dir +

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/core/model/model_tensors.h"
+#include "server/core/model/engine.h"
 
 namespace bertology {
 
@@ -68,11 +68,12 @@ absl::StatusOr<std::unique_ptr<ActivationPatcher>> ActivationPatcher::Create(
         "the same length"));
   }
   const int layers = model.config().num_hidden_layers;
-  ASSIGN_OR_RETURN(ModelInput both, model.MakeBatch({&clean, &corrupted}));
-  ForwardOptions options;
+  ASSIGN_OR_RETURN(ModelInput both,
+                   model.engine().MakeBatch({&clean, &corrupted}));
+  EngineOptions options;
   for (int l = 0; l < layers; ++l) options.capture_head_outputs.push_back(l);
   for (int l = 0; l <= layers; ++l) options.capture_hidden.push_back(l);
-  ASSIGN_OR_RETURN(TensorOutput out, model.ForwardTensors(both, {}, options));
+  ASSIGN_OR_RETURN(TensorOutput out, model.engine().Run(both, {}, options));
   const bool into_corrupted = direction == PatchDirection::kCleanIntoCorrupted;
   const int64_t source_row = into_corrupted ? 0 : 1;
   auto cache = std::make_unique<Cache>();
@@ -93,7 +94,8 @@ absl::StatusOr<std::unique_ptr<ActivationPatcher>> ActivationPatcher::Create(
     cache->target_inputs = torch::stack(target_inputs);
     return absl::OkStatus();
   }));
-  ASSIGN_OR_RETURN(cache->target_batch, model.MakeBatch({cache->target}));
+  ASSIGN_OR_RETURN(cache->target_batch,
+                   model.engine().MakeBatch({cache->target}));
   std::unique_ptr<ActivationPatcher> patcher(
       new ActivationPatcher(model, std::move(cache)));
   patcher->clean_logits_ = Row(out.logits, 0);
@@ -155,9 +157,9 @@ absl::StatusOr<std::vector<std::vector<float>>> ActivationPatcher::Run(
     input.patch = std::move(patch);
     return absl::OkStatus();
   }));
-  ForwardOptions options;
+  EngineOptions options;
   options.start_layer = start;
-  ASSIGN_OR_RETURN(TensorOutput out, model_.ForwardTensors(input, {}, options));
+  ASSIGN_OR_RETURN(TensorOutput out, model_.engine().Run(input, {}, options));
   std::vector<std::vector<float>> logits;
   logits.reserve(rows.size());
   for (int64_t r = 0; r < b; ++r) logits.push_back(Row(out.logits, r));

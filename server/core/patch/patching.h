@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/core/model/activation_patch.h"
 #include "server/core/model/model.h"
+#include "server/core/model/patch_site.h"
 #include "server/core/tokenizer/tokenizer.h"
 
 namespace bertology {

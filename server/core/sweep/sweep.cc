@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/core/model/model_tensors.h"
+#include "server/core/model/engine.h"
 #include "server/core/process/threading.h"
 #include "server/core/sweep/ordered_parallel.h"
 
@@ -285,7 +285,7 @@ class SweepRun {
     std::vector<TensorOutput> base_out(base_batches.size());
     OrderedParallelFns base;
     base.compute = [&](int j) -> absl::Status {
-      ForwardOptions fo;
+      EngineOptions fo;
       fo.pack_tokens = options_.pack_tokens;
       fo.capture_hidden = capture_layers_;
       fo.capture_head_outputs = head_layers_;
@@ -358,7 +358,7 @@ class SweepRun {
     OrderedParallelFns masked;
     masked.compute = [&](int j) -> absl::Status {
       const MaskBatch& batch = batches[j];
-      ForwardOptions fo;
+      EngineOptions fo;
       fo.pack_tokens = options_.pack_tokens;
       fo.start_layer = batch.start;
       // Cached [T_i, D] per row of the batch, padded into [B, T, D].
@@ -451,7 +451,7 @@ class SweepRun {
   // results to float rounding (a row's numbers do not depend on the rows
   // beside it beyond that).
   absl::StatusOr<TensorOutput> Forward(const std::vector<Row>& rows,
-                                       const ForwardOptions& options,
+                                       const EngineOptions& options,
                                        const Resume& start = Resume()) {
     if (callbacks_.is_cancelled && callbacks_.is_cancelled()) {
       return absl::CancelledError("sweep cancelled");
@@ -475,7 +475,7 @@ class SweepRun {
   }
 
   absl::StatusOr<TensorOutput> ForwardOnce(const std::vector<Row>& rows,
-                                           const ForwardOptions& options,
+                                           const EngineOptions& options,
                                            const Resume& start) {
     if (options_.inject_before_forward) {
       RETURN_IF_ERROR(
@@ -489,11 +489,11 @@ class SweepRun {
       encodings.push_back(&examples_[row.example].encoding);
       masks.push_back(row.mask < 0 ? nullptr : &masks_[row.mask].mask);
     }
-    ASSIGN_OR_RETURN(ModelInput input, model_.MakeBatch(encodings));
+    ASSIGN_OR_RETURN(ModelInput input, model_.engine().MakeBatch(encodings));
     for (const Row& row : rows) input.draws.push_back(row.draw);
     input.start_hidden = start.hidden;
     input.start_head_outputs = start.head_outputs;
-    return model_.ForwardTensors(input, masks, options);
+    return model_.engine().Run(input, masks, options);
   }
 
   // Adds each row's correctness (argmax, first maximum on ties) and

@@ -17,8 +17,8 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/model/engine.h"
 #include "server/core/model/head_reference.h"
-#include "server/core/model/model_tensors.h"
 #include "server/core/process/threading.h"
 
 namespace bertology {
@@ -105,9 +105,9 @@ class SweepTest : public ::testing::Test {
                           const HeadMask* mask) {
     MaskResult result;
     for (const SweepExample& ex : examples) {
-      auto input = model_->MakeBatch({&ex.encoding});
+      auto input = model_->engine().MakeBatch({&ex.encoding});
       EXPECT_TRUE(input.ok()) << input.status();
-      auto out = model_->ForwardTensors(*input, {mask}, ForwardOptions());
+      auto out = model_->engine().Run(*input, {mask}, EngineOptions());
       EXPECT_TRUE(out.ok()) << out.status();
       const torch::Tensor logits = out->logits.to(torch::kDouble);
       const auto a = logits.accessor<double, 2>();
@@ -246,10 +246,10 @@ TEST_F(SweepTest, ResampleScoresEveryDrawAndPairsWithTheBaseline) {
   masks.push_back({"resample-L0H1", "", *first_layer});
   // Per example, one row alone at draw k: units right and loss.
   auto row = [&](const SweepExample& ex, const HeadMask* mask, int k) {
-    auto input = model_->MakeBatch({&ex.encoding});
+    auto input = model_->engine().MakeBatch({&ex.encoding});
     EXPECT_TRUE(input.ok()) << input.status();
     input->draws = {k};
-    auto out = model_->ForwardTensors(*input, {mask}, ForwardOptions());
+    auto out = model_->engine().Run(*input, {mask}, EngineOptions());
     EXPECT_TRUE(out.ok()) << out.status();
     const torch::Tensor lp =
         torch::log_softmax(out->logits[0].to(torch::kDouble), 0);

@@ -1,6 +1,9 @@
-// Model::Forward and Model::ForwardTensors: validation at the boundary, then
-// one BertForSequenceClassificationImpl::Run under torch::InferenceMode,
-// which builds the head-mask tensors from the rows' HeadMasks.
+// The Engine's passes: validation at the boundary, then one
+// BertForSequenceClassificationImpl::Run under torch::InferenceMode (or grad
+// mode, RunWithGrad), which builds the head-mask tensors from the rows'
+// HeadMasks (head_mask_tensors.h).
+#include "server/core/model/engine.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -14,9 +17,10 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "server/core/model/bert_model.h"
+#include "server/core/model/device_copy.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/model.h"
-#include "server/core/model/model_tensors.h"
+#include "server/core/model/reference_tensors.h"
 
 namespace bertology {
 namespace {
@@ -49,15 +53,6 @@ absl::Status CheckRange(const torch::Tensor& x, int64_t end,
   IdRange range(x.min().item<int64_t>());
   range.Add(x.max().item<int64_t>());
   return range.Check(end, field);
-}
-
-// A float32 CPU copy of `t`, row-major.
-FloatArray ToFloatArray(const torch::Tensor& t) {
-  const torch::Tensor c = t.to(torch::kCPU, torch::kFloat).contiguous();
-  FloatArray out;
-  out.shape.assign(c.sizes().begin(), c.sizes().end());
-  out.data.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-  return out;
 }
 
 // Runs `fn` under InferenceMode, turning libtorch's exceptions into status.
@@ -95,32 +90,30 @@ auto CatchTorchWithGrad(Fn fn) -> decltype(fn()) {
 
 }  // namespace
 
-ForwardOptions Model::Resolved(const ForwardOptions& options) const {
-  ForwardOptions out = options;
+Engine::Engine(const Model& model,
+               std::shared_ptr<BertForSequenceClassificationImpl> module,
+               ModelPlacement placement)
+    : model_(model), module_(std::move(module)), placement_(placement) {}
+
+Engine::~Engine() = default;
+
+EngineOptions Engine::Resolved(const EngineOptions& options) const {
+  EngineOptions out = options;
   if (out.attention_kernel == AttentionKernel::kAuto) {
-    out.attention_kernel = placement_->attention;
+    out.attention_kernel = placement_.attention;
   }
   return out;
 }
 
-absl::Status Model::CheckCanClassify() const {
-  if (has_classifier()) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "model ", dir_, " is a ", head_.architecture,
-      ": its encoder serves Tokenize and GetAttention, but Classify and "
-      "SweepAblation need a sequence classifier (bert.pooler + classifier "
-      "[labels, hidden], BertForSequenceClassification) or a token classifier "
-      "(classifier [labels, hidden], BertForTokenClassification)"));
-}
-
-absl::Status Model::CheckStartHeadOutputs(
+absl::Status Engine::CheckStartHeadOutputs(
     const ModelInput& input, const std::vector<const HeadMask*>& masks,
-    const ForwardOptions& options) const {
+    const EngineOptions& options) const {
+  const BertConfig& config = model_.config();
   const int64_t b = input.input_ids.size(0), t = input.input_ids.size(1);
   if (!input.start_hidden.defined() ||
-      !HasShape(input.start_head_outputs, {b, t, config_.hidden_size})) {
+      !HasShape(input.start_head_outputs, {b, t, config.hidden_size})) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "start_head_outputs must be [", b, ", ", t, ", ", config_.hidden_size,
+        "start_head_outputs must be [", b, ", ", t, ", ", config.hidden_size,
         "] beside start_hidden, got ", Shape(input.start_head_outputs),
         input.start_hidden.defined() ? "" : " without start_hidden"));
   }
@@ -146,11 +139,12 @@ absl::Status Model::CheckStartHeadOutputs(
   return absl::OkStatus();
 }
 
-absl::Status Model::CheckForward(const ModelInput& input,
-                                 const std::vector<const HeadMask*>& masks,
-                                 const ForwardOptions& options) const {
-  const int num_layers = config_.num_hidden_layers;
-  if (options.compute_logits) RETURN_IF_ERROR(CheckCanClassify());
+absl::Status Engine::CheckRun(const ModelInput& input,
+                              const std::vector<const HeadMask*>& masks,
+                              const EngineOptions& options) const {
+  const BertConfig& config = model_.config();
+  const int num_layers = config.num_hidden_layers;
+  if (options.compute_logits) RETURN_IF_ERROR(model_.CheckCanClassify());
   const torch::Tensor& ids = input.input_ids;
   if (!ids.defined() || ids.dim() != 2 || ids.size(0) == 0 ||
       ids.size(1) == 0) {
@@ -164,14 +158,14 @@ absl::Status Model::CheckForward(const ModelInput& input,
         "token_type_ids and attention_mask must have input_ids' shape ",
         Shape(ids)));
   }
-  if (t > config_.max_position_embeddings) {
+  if (t > config.max_position_embeddings) {
     return absl::InvalidArgumentError(
         absl::StrCat("sequence length ", t, " exceeds max_position_embeddings ",
-                     config_.max_position_embeddings));
+                     config.max_position_embeddings));
   }
   if (!input.ranges_checked) {
-    RETURN_IF_ERROR(CheckRange(ids, config_.vocab_size, "input_ids"));
-    RETURN_IF_ERROR(CheckRange(input.token_type_ids, config_.type_vocab_size,
+    RETURN_IF_ERROR(CheckRange(ids, config.vocab_size, "input_ids"));
+    RETURN_IF_ERROR(CheckRange(input.token_type_ids, config.type_vocab_size,
                                "token_type_ids"));
   }
   if (options.attention_kernel == AttentionKernel::kFused &&
@@ -184,11 +178,11 @@ absl::Status Model::CheckForward(const ModelInput& input,
         absl::StrCat("start_layer=", options.start_layer, " out of range [0, ",
                      num_layers, "]"));
   }
-  const std::vector<int64_t> hidden_shape = {b, t, config_.hidden_size};
+  const std::vector<int64_t> hidden_shape = {b, t, config.hidden_size};
   if ((options.start_layer > 0 || input.start_hidden.defined()) &&
       !HasShape(input.start_hidden, hidden_shape)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "start_hidden must be [", b, ", ", t, ", ", config_.hidden_size,
+        "start_hidden must be [", b, ", ", t, ", ", config.hidden_size,
         "] for start_layer=", options.start_layer, ", got ",
         input.start_hidden.defined() ? Shape(input.start_hidden)
                                      : "undefined"));
@@ -215,7 +209,7 @@ absl::Status Model::CheckForward(const ModelInput& input,
           absl::StrCat("patch has ", input.patch->row_sites.size(),
                        " site lists for ", b, " rows"));
     }
-    const int64_t d = config_.hidden_size;
+    const int64_t d = config.hidden_size;
     if (!HasShape(input.patch->head_outputs, {num_layers, t, d}) ||
         !HasShape(input.patch->layer_inputs, {num_layers + 1, t, d})) {
       return absl::InvalidArgumentError(
@@ -230,7 +224,7 @@ absl::Status Model::CheckForward(const ModelInput& input,
   for (size_t r = 0; r < masks.size(); ++r) {
     if (masks[r] == nullptr) continue;
     const std::string field = absl::StrCat("rows[", r, "].mask");
-    RETURN_IF_ERROR(CheckHeadMask(*masks[r], field));
+    RETURN_IF_ERROR(model_.CheckHeadMask(*masks[r], field));
     if (ModeFillsByPosition(masks[r]->mode()) && !masks[r]->IsIdentity()) {
       if (static_cast<int64_t>(input.layouts.size()) != b) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -263,60 +257,76 @@ absl::Status Model::CheckForward(const ModelInput& input,
   return absl::OkStatus();
 }
 
-absl::StatusOr<ForwardOutput> Model::Forward(
-    const std::vector<ModelRow>& rows, const ForwardOptions& options) const {
-  if (options.start_layer != 0 || !options.capture_hidden.empty() ||
-      !options.capture_head_outputs.empty()) {
-    return absl::InvalidArgumentError(
-        "start_layer, capture_hidden and capture_head_outputs work on "
-        "tensors: use ForwardTensors");
-  }
-  std::vector<const Encoding*> encodings;
-  std::vector<const HeadMask*> masks;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    if (rows[r].encoding == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("rows[", r, "].encoding is null"));
+absl::StatusOr<ModelInput> Engine::MakeBatch(
+    const std::vector<const Encoding*>& encodings) const {
+  if (encodings.empty()) return absl::InvalidArgumentError("empty batch");
+  const int max_seq_len = model_.max_seq_len();
+  const BertConfig& config = model_.config();
+  const Vocab& vocab = model_.tokenizer().vocab();
+  size_t longest = 0;
+  for (size_t i = 0; i < encodings.size(); ++i) {
+    const size_t n = encodings[i]->tokens.size();
+    if (n == 0 || n > static_cast<size_t>(max_seq_len)) {
+      return absl::InvalidArgumentError(absl::StrCat("encoding ", i, " has ", n,
+                                                     " tokens; must be in [1, ",
+                                                     max_seq_len, "]"));
     }
-    encodings.push_back(rows[r].encoding);
-    masks.push_back(rows[r].mask);
+    longest = std::max(longest, n);
   }
-  ASSIGN_OR_RETURN(ModelInput input, MakeBatch(encodings));
-  for (const ModelRow& row : rows) input.draws.push_back(row.draw);
-  return CatchTorch([&]() -> absl::StatusOr<ForwardOutput> {
-    const ForwardOptions resolved = Resolved(options);
-    RETURN_IF_ERROR(CheckForward(input, masks, resolved));
-    const RowPositions positions{input.layouts, input.draws};
-    BertRunOutput out = module_->Run(
-        input.input_ids, input.token_type_ids, input.attention_mask, masks,
-        resolved, LayerStart(), torch::Tensor(), AblationMode::kZero,
-        /*patch=*/nullptr, torch::Tensor(), &positions);
-    ForwardOutput result;
-    if (out.logits.defined()) result.logits = ToFloatArray(out.logits);
-    for (const auto& [layer, probs] : out.attentions) {
-      result.attentions[layer] = ToFloatArray(probs);
+  const int64_t b = static_cast<int64_t>(encodings.size());
+  const int64_t t = static_cast<int64_t>(longest);
+  try {
+    torch::Tensor ids = torch::full({b, t}, vocab.pad_id(), torch::kLong);
+    torch::Tensor types = torch::zeros({b, t}, torch::kLong);
+    torch::Tensor mask = torch::zeros({b, t}, torch::kLong);
+    auto ids_a = ids.accessor<int64_t, 2>();
+    auto types_a = types.accessor<int64_t, 2>();
+    auto mask_a = mask.accessor<int64_t, 2>();
+    // Ranges checked here, on the host: on CUDA a check of the device
+    // tensors would wait for the device twice per batch.
+    IdRange id_range{vocab.pad_id()}, type_range{0};
+    for (int64_t r = 0; r < b; ++r) {
+      const std::vector<Token>& tokens = encodings[r]->tokens;
+      for (size_t j = 0; j < tokens.size(); ++j) {
+        ids_a[r][j] = tokens[j].id;
+        types_a[r][j] = tokens[j].segment;
+        mask_a[r][j] = 1;
+        id_range.Add(tokens[j].id);
+        type_range.Add(tokens[j].segment);
+      }
     }
-    return result;
-  });
+    RETURN_IF_ERROR(id_range.Check(config.vocab_size, "input_ids"));
+    RETURN_IF_ERROR(type_range.Check(config.type_vocab_size, "token_type_ids"));
+    const torch::Device& device = placement_.device;
+    ModelInput input{ToDevice(ids, device), ToDevice(types, device),
+                     ToDevice(mask, device), torch::Tensor()};
+    input.ranges_checked = true;
+    input.layouts.reserve(encodings.size());
+    for (const Encoding* e : encodings) {
+      input.layouts.push_back(TokenLayout::Of(*e));
+    }
+    return input;
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("MakeBatch: ", e.what()));
+  }
 }
 
-absl::StatusOr<TensorOutput> Model::ForwardTensors(
+absl::StatusOr<TensorOutput> Engine::Run(
     const ModelInput& input, const std::vector<const HeadMask*>& masks,
-    const ForwardOptions& options) const {
+    const EngineOptions& options) const {
   return CatchTorch([&]() -> absl::StatusOr<TensorOutput> {
-    const ForwardOptions resolved = Resolved(options);
-    RETURN_IF_ERROR(CheckForward(input, masks, resolved));
+    const EngineOptions resolved = Resolved(options);
+    RETURN_IF_ERROR(CheckRun(input, masks, resolved));
     LayerStart start;
     auto place = [this](const torch::Tensor& x) {
-      return x.defined() ? x.to(placement_->device, placement_->dtype) : x;
+      return x.defined() ? x.to(placement_.device, placement_.dtype) : x;
     };
     start.hidden = place(input.start_hidden);
     start.head_outputs = place(input.start_head_outputs);
     const RowPositions positions{input.layouts, input.draws};
-    BertRunOutput out = module_->Run(
-        input.input_ids, input.token_type_ids, input.attention_mask, masks,
-        resolved, start, torch::Tensor(), AblationMode::kZero,
-        input.patch.get(), torch::Tensor(), &positions);
+    BertRunOutput out = module_->Run(input.input_ids, input.token_type_ids,
+                                     input.attention_mask, masks, resolved,
+                                     start, input.patch.get(), &positions);
     TensorOutput result;
     if (out.logits.defined()) {
       result.logits = out.logits.to(torch::kCPU, torch::kFloat);
@@ -330,21 +340,22 @@ absl::StatusOr<TensorOutput> Model::ForwardTensors(
   });
 }
 
-absl::StatusOr<TensorOutput> Model::ForwardWithGrad(
+absl::StatusOr<TensorOutput> Engine::RunWithGrad(
     const ModelInput& input, const HeadMaskTensor& mask,
-    const ForwardOptions& options) const {
+    const EngineOptions& options) const {
+  const BertConfig& config = model_.config();
   if (c10::InferenceMode::is_enabled()) {
     return absl::FailedPreconditionError(
-        "ForwardWithGrad under InferenceMode: no autograd graph is recorded");
+        "RunWithGrad under InferenceMode: no autograd graph is recorded");
   }
   if (options.start_layer != 0 || !options.capture_hidden.empty()) {
     return absl::InvalidArgumentError(
-        "ForwardWithGrad runs from the embeddings (no start_layer or "
+        "RunWithGrad runs from the embeddings (no start_layer or "
         "capture_hidden)");
   }
   const torch::Tensor& m = mask.values;
-  const int64_t layers = config_.num_hidden_layers;
-  const int64_t heads = config_.num_attention_heads;
+  const int64_t layers = config.num_hidden_layers;
+  const int64_t heads = config.num_attention_heads;
   const int64_t b = input.input_ids.defined() && input.input_ids.dim() == 2
                         ? input.input_ids.size(0)
                         : -1;
@@ -359,26 +370,29 @@ absl::StatusOr<TensorOutput> Model::ForwardWithGrad(
         "a mask tensor in mode ", AblationModeName(mask.mode),
         ": only zero, uniform and mean have a gradient form here"));
   }
-  torch::Tensor fill;
+  torch::Tensor mean;
   if (mask.mode == AblationMode::kMean) {
-    if (mask.reference == nullptr ||
-        !HasShape(mask.reference->mean,
-                  {layers, heads, config_.hidden_size / heads})) {
+    if (mask.reference == nullptr || mask.reference->tensors == nullptr ||
+        !HasShape(mask.reference->tensors->mean,
+                  {layers, heads, config.hidden_size / heads})) {
       return absl::InvalidArgumentError(
           "a mask tensor in mode mean needs reference statistics of this "
           "model's shape");
     }
     // Statistics are computed under InferenceMode; autograd cannot save an
     // inference tensor, but a copy made here ([L, H, d], small) it can.
-    fill = mask.reference->mean.clone();
+    mean = mask.reference->tensors->mean.clone();
   }
   return CatchTorchWithGrad([&]() -> absl::StatusOr<TensorOutput> {
-    const ForwardOptions resolved = Resolved(options);
-    RETURN_IF_ERROR(CheckForward(input, {}, resolved));
-    BertRunOutput out = module_->Run(
-        input.input_ids, input.token_type_ids, input.attention_mask, {},
-        resolved, LayerStart(), m.to(placement_->device), mask.mode,
-        /*patch=*/nullptr, fill);
+    const EngineOptions resolved = Resolved(options);
+    RETURN_IF_ERROR(CheckRun(input, {}, resolved));
+    const torch::Tensor values = m.to(placement_.device);
+    const BatchHeadMask head_mask =
+        TensorHeadMask(values, mask.mode, mean,
+                       module_->mask_shape(input.input_ids), placement_.dtype);
+    BertRunOutput out =
+        module_->RunUnder(input.input_ids, input.token_type_ids,
+                          input.attention_mask, head_mask, resolved);
     TensorOutput result;
     if (out.logits.defined()) {
       result.logits = out.logits.to(torch::kCPU, torch::kFloat);
