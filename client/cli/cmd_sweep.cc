@@ -147,7 +147,9 @@ std::vector<FlagSpec> SweepFlags() {
   for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
   for (FlagSpec& f : SweepSpecFlags()) flags.push_back(f);
   const std::vector<FlagSpec> more = {
-      {"out-csv", true, "write the results as CSV", "FILE"},
+      {"out-csv", true,
+       "write the results as CSV (the schema of --out-dir's sweep_results.csv)",
+       "FILE"},
       {"out-json", true, "write the results as JSON", "FILE"},
       {"out-dir", true,
        "write sweep_results.csv, sweep_results.json and the SVG figures here",
@@ -358,8 +360,11 @@ int WriteResults(const Args& args, const SweepSetup& setup,
                  const SweepReport& run) {
   const std::string mode_name = ModeName(setup.mode);
   const std::string& model = setup.info.model.name();
+  const render::SweepResults results =
+      ToSweepResults(run.summary, model, setup.plan.layers, setup.plan.heads);
   if (args.Has("out-csv")) {
-    absl::Status s = WriteFile(args.Get("out-csv"), SweepCsv(run.summary));
+    absl::Status s =
+        WriteFile(args.Get("out-csv"), render::SweepResultsCsv(results));
     if (!s.ok()) return Fail("sweep", kExitData, s);
   }
   if (args.Has("out-json")) {
@@ -367,8 +372,6 @@ int WriteResults(const Args& args, const SweepSetup& setup,
         WriteFile(args.Get("out-json"), SweepJson(run, model, mode_name));
     if (!s.ok()) return Fail("sweep", kExitData, s);
   }
-  const render::SweepResults results =
-      ToSweepResults(run.summary, model, setup.plan.layers, setup.plan.heads);
   std::vector<std::string> written;
   if (args.Has("out-dir")) {
     absl::Status s = WriteOutDir(results, args.Get("out-dir"), &written);
@@ -378,7 +381,9 @@ int WriteResults(const Args& args, const SweepSetup& setup,
   // so `bertology sweep ... > results.csv` stays a clean CSV.
   const bool csv_on_stdout =
       !args.Has("out-csv") && !args.Has("out-json") && !args.Has("out-dir");
-  if (csv_on_stdout) std::fputs(SweepCsv(run.summary).c_str(), stdout);
+  if (csv_on_stdout) {
+    std::fputs(render::SweepResultsCsv(results).c_str(), stdout);
+  }
   if (!csv_on_stdout || !args.Has("quiet")) {
     std::string table = SweepSummaryTable(results, mode_name);
     if (!written.empty()) absl::StrAppend(&table, "\nWrote:\n");

@@ -2,56 +2,11 @@
 
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_replace.h"
 #include "nlohmann/json.hpp"
 
 namespace bertology {
 namespace client {
 namespace {
-
-std::string Ablated(const MaskCounts& c) {
-  std::string out;
-  for (const auto& [l, h] : c.ablated) {
-    absl::StrAppend(&out, out.empty() ? "" : " ", "L", l, "H", h);
-  }
-  return out;
-}
-
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  return absl::StrCat("\"", absl::StrReplaceAll(s, {{"\"", "\"\""}}), "\"");
-}
-
-// An empty field when there is no relative change (a zero baseline).
-std::string RelativeChange(const MergedMask& m) {
-  return m.relative_change_percent.has_value()
-             ? absl::StrFormat("%.10g", *m.relative_change_percent)
-             : "";
-}
-
-// The paired interval's bounds and whether it excludes 0, empty fields
-// where there is none (the baseline).
-std::string DeltaCi(const MergedMask& m) {
-  if (!m.accuracy_delta_ci.has_value()) return ",,";
-  return absl::StrFormat("%.10g,%.10g,%d", m.accuracy_delta_ci->low,
-                         m.accuracy_delta_ci->high,
-                         m.accuracy_delta_ci->ExcludesZero() ? 1 : 0);
-}
-
-void CsvRow(const MergedMask& m, std::string* out) {
-  const MaskCounts& c = m.counts;
-  absl::StrAppend(
-      out, absl::StrFormat("%d,%s,%s,%s,%d,%d,%d,%.10g,%.10g,%s,%.10g,%.10g,"
-                           "%.10g,%.10g,%s,%d,%.10g\n",
-                           c.mask_index, CsvField(c.mask_id), CsvField(c.spec),
-                           CsvField(Ablated(c)), c.examples, c.scored,
-                           c.correct, m.accuracy, m.accuracy_delta,
-                           RelativeChange(m), c.loss_sum, m.mean_loss_delta,
-                           m.accuracy_ci.low, m.accuracy_ci.high, DeltaCi(m),
-                           c.draws, m.draw_accuracy_std));
-}
 
 nlohmann::json MaskJson(const MergedMask& m) {
   const MaskCounts& c = m.counts;
@@ -122,17 +77,6 @@ render::SweepResults ToSweepResults(const SweepSummary& summary,
   out.num_heads = num_heads;
   out.baseline = ToOutcome(summary.baseline);
   for (const MergedMask& m : summary.masks) out.results.push_back(ToOutcome(m));
-  return out;
-}
-
-std::string SweepCsv(const SweepSummary& summary) {
-  std::string out =
-      "mask_index,mask_id,spec,ablated,examples,scored,correct,accuracy,"
-      "accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta,"
-      "accuracy_ci_low,accuracy_ci_high,delta_ci_low,delta_ci_high,"
-      "distinguishable,draws,draw_accuracy_std\n";
-  CsvRow(summary.baseline, &out);
-  for (const MergedMask& m : summary.masks) CsvRow(m, &out);
   return out;
 }
 

@@ -1,5 +1,6 @@
-// A merged sweep as CSV (one row per mask, the baseline first) and JSON, and
-// as the plain render::SweepResults the report and figure writers take.
+// A merged sweep as JSON, and as the plain render::SweepResults the report,
+// figure and CSV writers take (its CSV is render::SweepResultsCsv, the same
+// for --out-csv and --out-dir).
 #ifndef BERTOLOGY_CLIENT_CLI_SWEEP_OUTPUT_H_
 #define BERTOLOGY_CLIENT_CLI_SWEEP_OUTPUT_H_
 
@@ -10,16 +11,6 @@
 
 namespace bertology {
 namespace client {
-
-// Header: mask_index,mask_id,spec,ablated,examples,scored,correct,accuracy,
-// accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta,
-// accuracy_ci_low,accuracy_ci_high,delta_ci_low,delta_ci_high,
-// distinguishable,draws,draw_accuracy_std.
-// ablated is "L0H1 L2H3"; the baseline row has mask_index -1 and empty
-// delta_ci_* and distinguishable; relative_change_percent is empty when the
-// baseline accuracy is 0. The intervals are 95 % (common/intervals.h);
-// distinguishable is 1 where the change's interval excludes 0.
-std::string SweepCsv(const SweepSummary& summary);
 
 // {"model", "mode", "baseline": {...}, "masks": [{...}], "run": {shards,
 // retries, replicas}}; doubles round-trip exactly; relative_change_percent

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "client/render/sweep_report.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -30,9 +31,12 @@ SweepReport ZeroBaseline() {
   return run;
 }
 
+// --out-csv and --out-dir write one CSV: render::SweepResultsCsv of these
+// results.
 TEST(SweepOutputTest, NoRelativeChangeIsAnEmptyCsvField) {
-  const std::string csv = SweepCsv(ZeroBaseline().summary);
-  EXPECT_NE(csv.find("\n0,head-L0H0,,,4,4,1,0.25,0.25,,0,0,"),
+  const std::string csv = render::SweepResultsCsv(
+      ToSweepResults(ZeroBaseline().summary, "m", 1, 1));
+  EXPECT_NE(csv.find("\n0,head-L0H0,,0,,4,4,1,0.25,0.25,,0,0,"),
             std::string::npos)
       << csv;
   EXPECT_EQ(csv.find("nan"), std::string::npos) << csv;

@@ -10,31 +10,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/render/file_output.h"
+#include "common/csv.h"
 #include "nlohmann/json.hpp"
 
 namespace bertology::render {
 namespace {
 
 using nlohmann::json;
-
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
-  return out;
-}
-
-// NaN is "no value" here (a relative change at a zero baseline): an empty
-// field, which spreadsheets and pandas read as missing.
-std::string CsvNumber(double v) {
-  if (std::isnan(v)) return "";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return absl::StrFormat("%.17g", v);
-}
 
 std::string AblatedString(const std::vector<HeadIndex>& heads) {
   return absl::StrJoin(heads, ";", [](std::string* out, const HeadIndex& h) {

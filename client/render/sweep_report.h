@@ -13,13 +13,18 @@
 
 namespace bertology::render {
 
-// RFC 4180 CSV with a header row:
-// mask_index,mask_id,spec,num_ablated,ablated,examples,scored,correct,accuracy,
-// accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta
+// The one sweep CSV (`bertology sweep --out-csv`, stdout, and --out-dir's
+// sweep_results.csv): RFC 4180 (common/csv.h) with a header row:
+// mask_index,mask_id,spec,num_ablated,ablated,examples,scored,correct,
+// accuracy,accuracy_delta,relative_change_percent,loss_sum,mean_loss_delta,
+// accuracy_ci_low,accuracy_ci_high,delta_ci_low,delta_ci_high,
+// distinguishable,draws,draw_accuracy_std.
 // `ablated` is "L0H1;L3H2". Results are sorted by mask_index; the baseline
-// row (mask_index -1) comes first. Doubles use 17 significant digits so the
-// file round-trips; NaN (no value, e.g. the relative change at a zero
-// baseline) is an empty field.
+// row (mask_index -1) comes first, with empty delta_ci_* and
+// distinguishable. Doubles use 17 significant digits so the file
+// round-trips; NaN (no value, e.g. the relative change at a zero baseline)
+// is an empty field. The intervals are 95 % (common/intervals.h);
+// distinguishable is 1 where the change's interval excludes 0.
 std::string SweepResultsCsv(const SweepResults& sweep);
 
 // JSON object {"model", "num_layers", "num_heads", "baseline": {...},
