@@ -44,15 +44,18 @@ def change(r, baseline, **extra):
     """One sweep result (the CLI's sweep_results.json or the client's
     dict) as the card reports a change: relative change, the net count of
     rows gained (+) or lost (-), the accuracy difference with the server's
-    paired 95% interval and whether that excludes 0."""
+    paired 95% interval and whether that excludes 0. The difference and its
+    interval are kept as the server sent them, not rounded, so that
+    "distinguishable" can be checked against the bounds exactly (a bound a
+    hair from 0 would round to 0.0); card_markdown.py rounds for reading."""
     ci = r.get("accuracy_delta_ci")
     rel = r["relative_change_percent"]
     return dict(extra, **{
         "mask": r["mask_id"], "correct": r["correct"],
         "rows_delta": r["correct"] - baseline["correct"],
         "change_percent": None if rel is None else round(rel, 2),
-        "accuracy_delta": round(r["accuracy_delta"], 4),
-        "delta_ci": rounded(ci),
+        "accuracy_delta": float(r["accuracy_delta"]),
+        "delta_ci": None if ci is None else [float(x) for x in ci],
         "distinguishable": bool(r.get("distinguishable")),
     })
 

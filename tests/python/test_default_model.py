@@ -189,15 +189,12 @@ class DefaultModelTest(unittest.TestCase):
             ci = c.get("delta_ci")
             self.assertIsNotNone(ci, path)
             self.assertEqual(len(ci), 2, path)
-            self.assertLessEqual(ci[0], c["accuracy_delta"] + 1e-4, path)
-            self.assertGreaterEqual(ci[1], c["accuracy_delta"] - 1e-4, path)
-            # The bounds are rounded to 4 decimals, so a bound a hair
-            # from 0 reads 0.0: "distinguishable" (from the unrounded
-            # interval) must agree with them up to that.
-            if c["distinguishable"]:
-                self.assertTrue(ci[0] >= 0 or ci[1] <= 0, path)
-            else:
-                self.assertTrue(ci[0] <= 0 <= ci[1], path)
+            # card.json keeps the server's unrounded numbers
+            # (card_measures.change), so these hold exactly.
+            self.assertLessEqual(ci[0], c["accuracy_delta"], path)
+            self.assertGreaterEqual(ci[1], c["accuracy_delta"], path)
+            self.assertEqual(c["distinguishable"], ci[0] > 0 or ci[1] < 0,
+                             path)
             self.assertIsInstance(c["rows_delta"], int, path)
         for key in ("findings", "head_findings"):
             self.assertTrue(any(p.startswith("/" + key) for p, _ in changes), key)

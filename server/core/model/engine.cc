@@ -340,27 +340,14 @@ absl::StatusOr<TensorOutput> Engine::Run(
   });
 }
 
-absl::StatusOr<TensorOutput> Engine::RunWithGrad(
-    const ModelInput& input, const HeadMaskTensor& mask,
-    const EngineOptions& options) const {
+absl::StatusOr<torch::Tensor> Engine::CheckMaskTensor(
+    const HeadMaskTensor& mask, int64_t rows) const {
   const BertConfig& config = model_.config();
-  if (c10::InferenceMode::is_enabled()) {
-    return absl::FailedPreconditionError(
-        "RunWithGrad under InferenceMode: no autograd graph is recorded");
-  }
-  if (options.start_layer != 0 || !options.capture_hidden.empty()) {
-    return absl::InvalidArgumentError(
-        "RunWithGrad runs from the embeddings (no start_layer or "
-        "capture_hidden)");
-  }
   const torch::Tensor& m = mask.values;
   const int64_t layers = config.num_hidden_layers;
   const int64_t heads = config.num_attention_heads;
-  const int64_t b = input.input_ids.defined() && input.input_ids.dim() == 2
-                        ? input.input_ids.size(0)
-                        : -1;
   if (!m.defined() || !m.is_floating_point() ||
-      !(HasShape(m, {layers, heads}) || HasShape(m, {b, layers, heads}))) {
+      !(HasShape(m, {layers, heads}) || HasShape(m, {rows, layers, heads}))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "mask must be a float [", layers, ", ", heads, "] or [B, ", layers,
         ", ", heads, "] tensor, got ", m.defined() ? Shape(m) : "undefined"));
@@ -370,23 +357,39 @@ absl::StatusOr<TensorOutput> Engine::RunWithGrad(
         "a mask tensor in mode ", AblationModeName(mask.mode),
         ": only zero, uniform and mean have a gradient form here"));
   }
-  torch::Tensor mean;
-  if (mask.mode == AblationMode::kMean) {
-    if (mask.reference == nullptr || mask.reference->tensors == nullptr ||
-        !HasShape(mask.reference->tensors->mean,
-                  {layers, heads, config.hidden_size / heads})) {
-      return absl::InvalidArgumentError(
-          "a mask tensor in mode mean needs reference statistics of this "
-          "model's shape");
-    }
-    // Statistics are computed under InferenceMode; autograd cannot save an
-    // inference tensor, but a copy made here ([L, H, d], small) it can.
-    mean = mask.reference->tensors->mean.clone();
+  if (mask.mode != AblationMode::kMean) return torch::Tensor();
+  if (mask.reference == nullptr || mask.reference->tensors == nullptr ||
+      !HasShape(mask.reference->tensors->mean,
+                {layers, heads, config.hidden_size / heads})) {
+    return absl::InvalidArgumentError(
+        "a mask tensor in mode mean needs reference statistics of this "
+        "model's shape");
   }
+  // Statistics are computed under InferenceMode; autograd cannot save an
+  // inference tensor, but a copy made here ([L, H, d], small) it can.
+  return mask.reference->tensors->mean.clone();
+}
+
+absl::StatusOr<TensorOutput> Engine::RunWithGrad(
+    const ModelInput& input, const HeadMaskTensor& mask,
+    const EngineOptions& options) const {
+  if (c10::InferenceMode::is_enabled()) {
+    return absl::FailedPreconditionError(
+        "RunWithGrad under InferenceMode: no autograd graph is recorded");
+  }
+  if (options.start_layer != 0 || !options.capture_hidden.empty()) {
+    return absl::InvalidArgumentError(
+        "RunWithGrad runs from the embeddings (no start_layer or "
+        "capture_hidden)");
+  }
+  const int64_t b = input.input_ids.defined() && input.input_ids.dim() == 2
+                        ? input.input_ids.size(0)
+                        : -1;
+  ASSIGN_OR_RETURN(const torch::Tensor mean, CheckMaskTensor(mask, b));
   return CatchTorchWithGrad([&]() -> absl::StatusOr<TensorOutput> {
     const EngineOptions resolved = Resolved(options);
     RETURN_IF_ERROR(CheckRun(input, {}, resolved));
-    const torch::Tensor values = m.to(placement_.device);
+    const torch::Tensor values = mask.values.to(placement_.device);
     const BatchHeadMask head_mask =
         TensorHeadMask(values, mask.mode, mean,
                        module_->mask_shape(input.input_ids), placement_.dtype);

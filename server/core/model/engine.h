@@ -159,6 +159,11 @@ class Engine {
   absl::Status CheckStartHeadOutputs(const ModelInput& input,
                                      const std::vector<const HeadMask*>& masks,
                                      const EngineOptions& options) const;
+  // What RunWithGrad refuses of `mask` for a batch of `rows`; in kMean, the
+  // reference's mean [L, H, d] as a tensor autograd can save (else
+  // undefined).
+  absl::StatusOr<torch::Tensor> CheckMaskTensor(const HeadMaskTensor& mask,
+                                                int64_t rows) const;
 
   const Model& model_;
   std::shared_ptr<BertForSequenceClassificationImpl> module_;
