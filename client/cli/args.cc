@@ -1,27 +1,15 @@
 #include "client/cli/args.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "client/cli/exit_codes.h"
 
 namespace bertology {
 namespace client {
-
-int Fail(const char* command, ExitCode code, const absl::Status& status) {
-  // An RPC the server does not know (an older server) fails with an empty
-  // message: the code is then all there is to say.
-  const std::string message = status.message().empty()
-                                  ? absl::StatusCodeToString(status.code())
-                                  : std::string(status.message());
-  std::fprintf(stderr, "bertology %s: %s\n", command, message.c_str());
-  return code;
-}
 
 absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& argv,
                                  const std::vector<FlagSpec>& specs) {

@@ -22,6 +22,7 @@
 #include "client/cli/reference_statistics.h"
 #include "client/render/file_output.h"
 #include "client/render/head_grid_figures.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace bertology {
@@ -229,7 +230,7 @@ absl::Status WriteOutDir(const std::string& dir, const std::string& model,
 
 }  // namespace
 
-int RunAnalyze(const Argv& argv) {
+absl::Status RunAnalyze(const Argv& argv) {
   std::vector<FlagSpec> flags = ConnectionFlags();
   for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
   for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
@@ -243,10 +244,9 @@ int RunAnalyze(const Argv& argv) {
   flags.push_back({"quiet", false, "no progress on stderr"});
   // Statistics need no labels: --label defaults to none here.
   const Argv with_default = WithNoLabelByDefault(argv);
-  Args args;
-  int exit = 0;
-  if (!ParseCommandArgs(
-          kCommand,
+  ASSIGN_OR_RETURN(
+      Args args,
+      ParseCommandArgs(
           "Usage: bertology analyze --data=FILE [column flags] [mask] "
           "[--out-dir=DIR]\n"
           "       bertology analyze --text-a=TEXT [--text-b=TEXT] [mask] "
@@ -259,21 +259,16 @@ int RunAnalyze(const Argv& argv) {
           "defaults to none).\nWithout --out-dir, prints the CSV. --per-map "
           "classifies every example's map\nof each head as well and adds "
           "the share of its maps in each class.",
-          flags, with_default, &args, &exit)) {
-    return exit;
-  }
+          flags, with_default));
   auto mask = ParseHeadMask(args);
-  if (!mask.ok()) return Fail(kCommand, kExitUsage, mask.status());
+  if (!mask.ok()) return CommandError(kExitUsage, mask.status());
   auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return Fail(kCommand, kExitUsage, channel.status());
+  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   auto info = FetchModelInfo(stub.get(), args);
-  if (!info.ok()) return Fail(kCommand, kExitRpc, info.status());
-  if (std::optional<int> e =
-          ResolveMaskStatistics(kCommand, stub.get(), args, args.Has("data"),
-                                mask->mutable_statistics())) {
-    return *e;
-  }
+  if (!info.ok()) return CommandError(kExitRpc, info.status());
+  RETURN_IF_ERROR(ResolveMaskStatistics(stub.get(), args, args.Has("data"),
+                                        mask->mutable_statistics()));
 
   v1::AnalyzeHeadsRequest request;
   request.set_model(args.Get("model"));
@@ -281,35 +276,34 @@ int RunAnalyze(const Argv& argv) {
   request.set_per_map_classes(args.Has("per-map"));
   const std::vector<std::string> labels(info->model.label_names().begin(),
                                         info->model.label_names().end());
-  ExitCode input_error = kExitUsage;
-  auto inputs = CommandInputs(args, labels, &input_error);
-  if (!inputs.ok()) return Fail(kCommand, input_error, inputs.status());
-  for (v1::TextInput& input : *inputs) *request.add_inputs() = std::move(input);
+  ASSIGN_OR_RETURN(std::vector<v1::TextInput> inputs,
+                   CommandInputs(args, labels));
+  for (v1::TextInput& input : inputs) *request.add_inputs() = std::move(input);
   // One call: the statistics are means that the server classifies into
   // patterns, so a dataset over the limit is refused here rather than
   // merged from several calls.
   const int limit = info->limits.max_examples_per_sweep();
   if (limit > 0 && request.inputs_size() > limit) {
-    return Fail(kCommand, kExitUsage,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "the data has ", request.inputs_size(),
-                    " inputs, over the server's max_examples_per_sweep=", limit,
-                    " (use --limit)")));
+    return CommandError(
+        kExitUsage, absl::InvalidArgumentError(absl::StrCat(
+                        "the data has ", request.inputs_size(),
+                        " inputs, over the server's max_examples_per_sweep=",
+                        limit, " (use --limit)")));
   }
   auto context = NewContext(args, absl::Hours(1));
-  if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
+  if (!context.ok()) return CommandError(kExitUsage, context.status());
   auto reader = stub->AnalyzeHeads(context->get(), request);
   auto read = ReadResultStream<v1::AnalyzeHeadsResponse>(
       reader.get(), args.Has("quiet"), "analyzed", "examples");
-  if (!read.ok()) return Fail(kCommand, kExitRpc, read.status());
+  if (!read.ok()) return CommandError(kExitRpc, read.status());
   const v1::AnalyzeHeadsResult& result = *read;
   if (!args.Has("out-dir")) {
     std::printf("%s", Csv(result).c_str());
-    return kExitOk;
+    return absl::OkStatus();
   }
   absl::Status s = WriteOutDir(args.Get("out-dir"), info->model.name(), result);
-  if (!s.ok()) return Fail(kCommand, kExitData, s);
-  return kExitOk;
+  if (!s.ok()) return CommandError(kExitData, s);
+  return absl::OkStatus();
 }
 
 }  // namespace client

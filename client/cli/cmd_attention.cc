@@ -16,6 +16,7 @@
 #include "client/cli/reference_statistics.h"
 #include "client/render/attention_page.h"
 #include "client/render/file_output.h"
+#include "common/status_macros.h"
 
 namespace bertology {
 namespace client {
@@ -48,7 +49,7 @@ absl::Status WriteOutDir(const render::AttentionData& data,
 
 }  // namespace
 
-int RunAttention(const Argv& argv) {
+absl::Status RunAttention(const Argv& argv) {
   std::vector<FlagSpec> flags = ConnectionFlags();
   flags.push_back({"text-a", true, "the text (or first positional)", "TEXT"});
   flags.push_back({"text-b", true, "second text of a pair", "TEXT"});
@@ -65,19 +66,16 @@ int RunAttention(const Argv& argv) {
   flags.push_back({"float16", false,
                    "fetch the maps as float16 (half the bytes, ~3 digits)"});
   for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
-  Args args;
-  int exit = 0;
-  if (!ParseCommandArgs(
-          "attention",
+  ASSIGN_OR_RETURN(
+      Args args,
+      ParseCommandArgs(
           "Usage: bertology attention --text-a=TEXT [--text-b=TEXT] "
           "[--layer=..] [--head=..] [--out=FILE] [--out-dir=DIR]\n"
           "Writes {tokens, units, size, maps: [{layer, head, "
           "attention[from][to]}], prediction} as JSON;\n"
           "--out-dir also draws them: a self-contained HTML head view (open "
           "it in a\nbrowser) and an SVG heatmap per selected head.",
-          flags, argv, &args, &exit)) {
-    return exit;
-  }
+          flags, argv));
   const auto& pos = args.positional();
   v1::GetAttentionRequest request;
   request.set_model(args.Get("model"));
@@ -86,48 +84,45 @@ int RunAttention(const Argv& argv) {
   request.mutable_input()->set_text_b(
       args.Get("text-b", pos.size() > 1 ? pos[1] : ""));
   if (request.input().text_a().empty()) {
-    return Fail("attention", kExitUsage,
-                absl::InvalidArgumentError("--text-a is required"));
+    return CommandError(kExitUsage,
+                        absl::InvalidArgumentError("--text-a is required"));
   }
   absl::Status s =
       AddInts(args.Get("layer"), "layer", request.mutable_layers());
   if (s.ok()) s = AddInts(args.Get("head"), "head", request.mutable_heads());
-  if (!s.ok()) return Fail("attention", kExitUsage, s);
+  if (!s.ok()) return CommandError(kExitUsage, s);
   auto mask = ParseHeadMask(args);
-  if (!mask.ok()) return Fail("attention", kExitUsage, mask.status());
+  if (!mask.ok()) return CommandError(kExitUsage, mask.status());
   *request.mutable_head_mask() = *mask;
   request.set_granularity(args.Has("word") ? v1::GRANULARITY_WORD
                                            : v1::GRANULARITY_TOKEN);
   request.set_encoding(args.Has("float16") ? v1::ATTENTION_ENCODING_FLOAT16
                                            : v1::ATTENTION_ENCODING_FLOAT32);
   auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return Fail("attention", kExitUsage, channel.status());
+  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   // --text-a is the text here, not a column: the reference file is read
   // with the default columns.
-  if (std::optional<int> e = ResolveMaskStatistics(
-          "attention", stub.get(), args,
-          /*column_flags=*/false,
-          request.mutable_head_mask()->mutable_statistics())) {
-    return *e;
-  }
+  RETURN_IF_ERROR(
+      ResolveMaskStatistics(stub.get(), args,
+                            /*column_flags=*/false,
+                            request.mutable_head_mask()->mutable_statistics()));
   auto context = NewContext(args);
-  if (!context.ok()) return Fail("attention", kExitUsage, context.status());
+  if (!context.ok()) return CommandError(kExitUsage, context.status());
   v1::GetAttentionResponse response;
   s = FromGrpcStatus(stub->GetAttention(context->get(), request, &response));
-  if (!s.ok()) return Fail("attention", kExitRpc, s);
+  if (!s.ok()) return CommandError(kExitRpc, s);
 
   absl::StatusOr<nlohmann::json> json = AttentionJson(response);
-  if (!json.ok()) return Fail("attention", kExitRpc, json.status());
+  if (!json.ok()) return CommandError(kExitRpc, json.status());
   const std::string text = json->dump() + "\n";
   if (args.Has("out")) {
     std::ofstream file(args.Get("out"));
     file << text;
     file.close();
     if (!file.good()) {
-      return Fail(
-          "attention", kExitData,
-          absl::DataLossError(absl::StrCat("cannot write ", args.Get("out"))));
+      return CommandError(kExitData, absl::DataLossError(absl::StrCat(
+                                         "cannot write ", args.Get("out"))));
     }
   } else if (!args.Has("out-dir")) {
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -135,11 +130,11 @@ int RunAttention(const Argv& argv) {
   if (args.Has("out-dir")) {
     absl::StatusOr<render::AttentionData> data =
         ToAttentionData(response, request.input());
-    if (!data.ok()) return Fail("attention", kExitRpc, data.status());
+    if (!data.ok()) return CommandError(kExitRpc, data.status());
     s = WriteOutDir(*data, text, args.Get("out-dir"));
-    if (!s.ok()) return Fail("attention", kExitData, s);
+    if (!s.ok()) return CommandError(kExitData, s);
   }
-  return kExitOk;
+  return absl::OkStatus();
 }
 
 }  // namespace client

@@ -12,6 +12,7 @@
 #include "client/cli/labeled_data.h"
 #include "client/cli/mask_flags.h"
 #include "client/cli/reference_statistics.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace bertology {
@@ -22,8 +23,9 @@ namespace {
 // HF's token-classification examples score), or every piece in --json.
 // With word labels, the accuracy over the labelled words that survived
 // truncation.
-int PrintTokenPredictions(const Args& args, const LoadedData& data,
-                          const std::vector<v1::Prediction>& predictions) {
+absl::Status PrintTokenPredictions(
+    const Args& args, const LoadedData& data,
+    const std::vector<v1::Prediction>& predictions) {
   const bool json = args.Has("json");
   if (!json) {
     std::printf("index\tword\ttoken\tlabel\tprobabilities%s\n",
@@ -76,42 +78,36 @@ int PrintTokenPredictions(const Args& args, const LoadedData& data,
     std::fprintf(stderr, "word accuracy %d/%d = %.6f\n", correct, scored,
                  static_cast<double>(correct) / scored);
   }
-  return kExitOk;
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-int RunClassify(const Argv& argv) {
+absl::Status RunClassify(const Argv& argv) {
   std::vector<FlagSpec> flags = ConnectionFlags();
   for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
   for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
   flags.push_back({"json", false, "JSON instead of TSV"});
-  Args args;
-  int exit = 0;
-  if (!ParseCommandArgs(
-          "classify",
+  ASSIGN_OR_RETURN(
+      Args args,
+      ParseCommandArgs(
           "Usage: bertology classify --text-a=TEXT [--text-b=TEXT] [mask]\n"
           "       bertology classify --data=FILE [column flags] [mask]\n"
           "Without --data, --text-a/--text-b (or two positionals) are the "
           "texts;\nwith --data they name the columns. Prints index, label, "
           "probabilities\n(and the gold label); with labels, the accuracy "
           "goes to stderr.",
-          flags, argv, &args, &exit)) {
-    return exit;
-  }
+          flags, argv));
   auto mask = ParseHeadMask(args);
-  if (!mask.ok()) return Fail("classify", kExitUsage, mask.status());
+  if (!mask.ok()) return CommandError(kExitUsage, mask.status());
   auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return Fail("classify", kExitUsage, channel.status());
+  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   auto info = FetchModelInfo(stub.get(), args);
-  if (!info.ok()) return Fail("classify", kExitRpc, info.status());
+  if (!info.ok()) return CommandError(kExitRpc, info.status());
   // --reference's columns are --data's when there is a dataset.
-  if (std::optional<int> e =
-          ResolveMaskStatistics("classify", stub.get(), args, args.Has("data"),
-                                mask->mutable_statistics())) {
-    return *e;
-  }
+  RETURN_IF_ERROR(ResolveMaskStatistics(stub.get(), args, args.Has("data"),
+                                        mask->mutable_statistics()));
   const std::vector<std::string> labels(info->model.label_names().begin(),
                                         info->model.label_names().end());
   const bool per_token =
@@ -121,7 +117,7 @@ int RunClassify(const Argv& argv) {
     auto loaded = LoadLabeledData(args, labels, /*require_labels=*/false,
                                   LabelKindOf(info->model));
     if (!loaded.ok()) {
-      return Fail("classify", LoadExitCode(loaded.status()), loaded.status());
+      return CommandError(LoadExitCode(loaded.status()), loaded.status());
     }
     data = *std::move(loaded);
   } else {
@@ -132,8 +128,8 @@ int RunClassify(const Argv& argv) {
     e.mutable_input()->set_text_b(
         args.Get("text-b", pos.size() > 1 ? pos[1] : ""));
     if (e.input().text_a().empty()) {
-      return Fail("classify", kExitUsage,
-                  absl::InvalidArgumentError("give --text-a or --data"));
+      return CommandError(
+          kExitUsage, absl::InvalidArgumentError("give --text-a or --data"));
     }
     data.examples.push_back(e);
   }
@@ -148,11 +144,11 @@ int RunClassify(const Argv& argv) {
       *request.add_inputs() = data.examples[i].input();
     }
     auto context = NewContext(args);
-    if (!context.ok()) return Fail("classify", kExitUsage, context.status());
+    if (!context.ok()) return CommandError(kExitUsage, context.status());
     v1::ClassifyResponse response;
     absl::Status s =
         FromGrpcStatus(stub->Classify(context->get(), request, &response));
-    if (!s.ok()) return Fail("classify", kExitRpc, s);
+    if (!s.ok()) return CommandError(kExitRpc, s);
     for (const v1::Prediction& p : response.predictions()) {
       predictions.push_back(p);
     }
@@ -190,7 +186,7 @@ int RunClassify(const Argv& argv) {
                  predictions.size(),
                  static_cast<double>(correct) / predictions.size());
   }
-  return kExitOk;
+  return absl::OkStatus();
 }
 
 }  // namespace client

@@ -23,6 +23,7 @@
 #include "client/render/difference_map_figure.h"
 #include "client/render/file_output.h"
 #include "client/render/head_grid_figures.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace bertology {
@@ -167,7 +168,7 @@ absl::Status ParseDetail(const std::string& spec,
 
 }  // namespace
 
-int RunCompare(const Argv& argv) {
+absl::Status RunCompare(const Argv& argv) {
   std::vector<FlagSpec> flags;
   // --model names one model; this command takes two.
   for (FlagSpec& f : ConnectionFlags()) {
@@ -194,10 +195,9 @@ int RunCompare(const Argv& argv) {
   flags.push_back({"quiet", false, "no progress on stderr"});
   // No labels are read: --label defaults to none (as in analyze).
   const Argv with_default = WithNoLabelByDefault(argv);
-  Args args;
-  int exit = 0;
-  if (!ParseCommandArgs(
-          kCommand,
+  ASSIGN_OR_RETURN(
+      Args args,
+      ParseCommandArgs(
           "Usage: bertology compare --model-a=A --model-b=B --data=FILE "
           "[column flags] [mask]\n"
           "           [--detail=EXAMPLE:LAYER:HEAD] [--out-dir=DIR]\n"
@@ -207,18 +207,16 @@ int RunCompare(const Argv& argv) {
           "the two\nmodels' attention maps (Kovaleva et al. 2019, Figure 3), "
           "under the mask\n(applied to both). The models must share layers x "
           "heads and tokenization.\nWithout --out-dir, prints the CSV.",
-          flags, with_default, &args, &exit)) {
-    return exit;
-  }
+          flags, with_default));
   auto mask = ParseHeadMask(args);
-  if (!mask.ok()) return Fail(kCommand, kExitUsage, mask.status());
+  if (!mask.ok()) return CommandError(kExitUsage, mask.status());
   // Statistics belong to one model and this command runs two: an id
   // computed beforehand (bertology statistics) is the caller's choice.
   if (args.Has("reference")) {
-    return Fail(kCommand, kExitUsage,
-                absl::InvalidArgumentError(
-                    "compare runs two models: pass --statistics=ID "
-                    "(bertology statistics) instead of --reference"));
+    return CommandError(kExitUsage,
+                        absl::InvalidArgumentError(
+                            "compare runs two models: pass --statistics=ID "
+                            "(bertology statistics) instead of --reference"));
   }
   v1::CompareAttentionRequest request;
   request.set_model_a(args.Get("model-a"));
@@ -226,56 +224,54 @@ int RunCompare(const Argv& argv) {
   *request.mutable_head_mask() = *mask;
   if (args.Has("detail")) {
     absl::Status s = ParseDetail(args.Get("detail"), &request);
-    if (!s.ok()) return Fail(kCommand, kExitUsage, s);
+    if (!s.ok()) return CommandError(kExitUsage, s);
   }
   auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return Fail(kCommand, kExitUsage, channel.status());
+  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   // The limits (and that the server answers) before reading the data.
   v1::GetModelInfoResponse info;
   {
     auto context = NewContext(args);
-    if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
+    if (!context.ok()) return CommandError(kExitUsage, context.status());
     absl::Status s = FromGrpcStatus(
         stub->GetModelInfo(context->get(), v1::GetModelInfoRequest(), &info));
     if (!s.ok()) {
-      return Fail(
-          kCommand, kExitRpc,
+      return CommandError(
+          kExitRpc,
           absl::Status(s.code(), absl::StrCat("GetModelInfo: ", s.message())));
     }
   }
-  ExitCode input_error = kExitUsage;
-  auto inputs = CommandInputs(args, {}, &input_error);
-  if (!inputs.ok()) return Fail(kCommand, input_error, inputs.status());
-  for (v1::TextInput& input : *inputs) *request.add_inputs() = std::move(input);
+  ASSIGN_OR_RETURN(std::vector<v1::TextInput> inputs, CommandInputs(args, {}));
+  for (v1::TextInput& input : inputs) *request.add_inputs() = std::move(input);
   if (request.inputs().empty()) {
-    return Fail(kCommand, kExitUsage,
-                absl::InvalidArgumentError("the data has no inputs"));
+    return CommandError(kExitUsage,
+                        absl::InvalidArgumentError("the data has no inputs"));
   }
   // One call: the similarities are means over all inputs, so a dataset over
   // the limit is refused here rather than merged from several calls.
   const int limit = info.limits().max_examples_per_sweep();
   if (limit > 0 && request.inputs_size() > limit) {
-    return Fail(kCommand, kExitUsage,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "the data has ", request.inputs_size(),
-                    " inputs, over the server's max_examples_per_sweep=", limit,
-                    " (use --limit)")));
+    return CommandError(
+        kExitUsage, absl::InvalidArgumentError(absl::StrCat(
+                        "the data has ", request.inputs_size(),
+                        " inputs, over the server's max_examples_per_sweep=",
+                        limit, " (use --limit)")));
   }
   auto context = NewContext(args, absl::Hours(1));
-  if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
+  if (!context.ok()) return CommandError(kExitUsage, context.status());
   auto reader = stub->CompareAttention(context->get(), request);
   auto read = ReadResultStream<v1::CompareAttentionResponse>(
       reader.get(), args.Has("quiet"), "compared", "inputs");
-  if (!read.ok()) return Fail(kCommand, kExitRpc, read.status());
+  if (!read.ok()) return CommandError(kExitRpc, read.status());
   const v1::CompareAttentionResult& result = *read;
   if (!args.Has("out-dir")) {
     std::printf("%s", Csv(result).c_str());
-    return kExitOk;
+    return absl::OkStatus();
   }
   absl::Status s = WriteOutDir(args.Get("out-dir"), result);
-  if (!s.ok()) return Fail(kCommand, kExitData, s);
-  return kExitOk;
+  if (!s.ok()) return CommandError(kExitData, s);
+  return absl::OkStatus();
 }
 
 }  // namespace client

@@ -23,6 +23,7 @@
 #include "client/render/file_output.h"
 #include "client/render/head_grid_figures.h"
 #include "client/render/prune_curve_figure.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace bertology {
@@ -37,21 +38,21 @@ struct Job {
   std::vector<v1::LabeledExample> examples;
 };
 
-std::optional<int> PrepareJob(const char* command, const Args& args, Job* job) {
+absl::Status PrepareJob(const Args& args, Job* job) {
   auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return Fail(command, kExitUsage, channel.status());
+  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
   job->stub = v1::Bertology::NewStub(*channel);
   auto info = FetchModelInfo(job->stub.get(), args);
-  if (!info.ok()) return Fail(command, kExitRpc, info.status());
+  if (!info.ok()) return CommandError(kExitRpc, info.status());
   job->info = *std::move(info);
   const v1::ModelInfo& model = job->info.model;
   const std::vector<std::string> labels(model.label_names().begin(),
                                         model.label_names().end());
   auto data = LoadLabeledData(args, labels, /*require_labels=*/true,
                               LabelKindOf(model));
-  if (!data.ok()) return Fail(command, kExitData, data.status());
+  if (!data.ok()) return CommandError(kExitData, data.status());
   job->examples = std::move(data->examples);
-  return std::nullopt;
+  return absl::OkStatus();
 }
 
 void ReadOptions(const Args& args, v1::ImportanceOptions* options) {
@@ -158,7 +159,7 @@ void PrintWritten(const std::vector<std::string>& written) {
 
 }  // namespace
 
-int RunImportance(const Argv& argv) {
+absl::Status RunImportance(const Argv& argv) {
   constexpr char kCommand[] = "importance";
   std::vector<FlagSpec> flags = CommonFlags(
       "write importance.csv, importance.json and importance.svg here");
@@ -172,50 +173,46 @@ int RunImportance(const Argv& argv) {
     }
     flags.push_back(f);
   }
-  Args args;
-  int exit = 0;
-  if (!ParseCommandArgs(
-          kCommand,
+  ASSIGN_OR_RETURN(
+      Args args,
+      ParseCommandArgs(
           "Usage: bertology importance --data=FILE [column flags] [mask] "
           "[--no-layer-norm] [--no-global-norm] [--out-dir=DIR]\n"
           "Head importance (Michel et al. 2019): the sum over the labelled "
           "examples of\n|d loss / d mask| per head, normalised per layer "
           "and to [0, 1] as HF's\nrun_bertology.py does, under the mask.",
-          flags, argv, &args, &exit)) {
-    return exit;
-  }
+          flags, argv));
   // The server refuses resample here (its draws have no gradient form);
   // say so before any work.
   const absl::StatusOr<v1::AblationMode> mode = ParseMode(args);
   if (mode.ok() && *mode == v1::ABLATION_MODE_RESAMPLE) {
-    return Fail(kCommand, kExitUsage,
-                absl::InvalidArgumentError(
-                    "--mode=resample: importance takes a mask in mode zero, "
-                    "uniform or mean"));
+    return CommandError(
+        kExitUsage,
+        absl::InvalidArgumentError(
+            "--mode=resample: importance takes a mask in mode zero, "
+            "uniform or mean"));
   }
   auto mask = ParseHeadMask(args);
-  if (!mask.ok()) return Fail(kCommand, kExitUsage, mask.status());
+  if (!mask.ok()) return CommandError(kExitUsage, mask.status());
   Job job;
-  if (auto failed = PrepareJob(kCommand, args, &job)) return *failed;
-  if (auto failed = ResolveMaskStatistics(kCommand, job.stub.get(), args,
-                                          /*column_flags=*/true,
-                                          mask->mutable_statistics())) {
-    return *failed;
-  }
+  RETURN_IF_ERROR(PrepareJob(args, &job));
+  RETURN_IF_ERROR(ResolveMaskStatistics(job.stub.get(), args,
+                                        /*column_flags=*/true,
+                                        mask->mutable_statistics()));
   v1::HeadImportanceRequest request;
   request.set_model(args.Get("model"));
   *request.mutable_head_mask() = *mask;
   ReadOptions(args, request.mutable_options());
   for (const v1::LabeledExample& e : job.examples) *request.add_examples() = e;
   auto context = NewContext(args, absl::Hours(1));
-  if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
+  if (!context.ok()) return CommandError(kExitUsage, context.status());
   auto reader = job.stub->HeadImportance(context->get(), request);
   auto result = ReadResultStream<v1::HeadImportanceResponse>(
       reader.get(), args.Has("quiet"), "scored", "examples");
-  if (!result.ok()) return Fail(kCommand, kExitRpc, result.status());
+  if (!result.ok()) return CommandError(kExitRpc, result.status());
   if (!args.Has("out-dir")) {
     std::printf("%s", ImportanceCsv(*result).c_str());
-    return kExitOk;
+    return absl::OkStatus();
   }
   const std::string dir = args.Get("out-dir");
   const std::string& model = job.info.model.name();
@@ -240,12 +237,12 @@ int RunImportance(const Argv& argv) {
     s = render::WriteOutputFile(dir, "importance.svg",
                                 render::HeadGridSvg(grid), &written);
   }
-  if (!s.ok()) return Fail(kCommand, kExitData, s);
+  if (!s.ok()) return CommandError(kExitData, s);
   PrintWritten(written);
-  return kExitOk;
+  return absl::OkStatus();
 }
 
-int RunPrune(const Argv& argv) {
+absl::Status RunPrune(const Argv& argv) {
   constexpr char kCommand[] = "prune";
   std::vector<FlagSpec> flags = CommonFlags(
       "write prune_curve.csv, prune_curve.json and prune_curve.svg here");
@@ -262,19 +259,16 @@ int RunPrune(const Argv& argv) {
   for (FlagSpec& f : ReferenceFlags()) {
     if (f.name == "statistics" || f.name == "reference") flags.push_back(f);
   }
-  Args args;
-  int exit = 0;
-  if (!ParseCommandArgs(
-          kCommand,
+  ASSIGN_OR_RETURN(
+      Args args,
+      ParseCommandArgs(
           "Usage: bertology prune --data=FILE [column flags] [--threshold=X] "
           "[--step=X]\n       [--mode=zero|uniform|mean [--statistics=ID | "
           "--reference=FILE]] [--out-dir=DIR]\n"
           "HF run_bertology.py's pruning loop: mask the least important "
           "heads a step at\na time, recomputing importance, until accuracy "
           "falls below the threshold.",
-          flags, argv, &args, &exit)) {
-    return exit;
-  }
+          flags, argv));
   v1::PruneCurveRequest request;
   request.set_model(args.Get("model"));
   for (const auto& [flag, setter] :
@@ -284,37 +278,35 @@ int RunPrune(const Argv& argv) {
     if (!args.Has(flag)) continue;
     double v = 0;
     if (!absl::SimpleAtod(args.Get(flag), &v)) {
-      return Fail(kCommand, kExitUsage,
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "--", flag, "=", args.Get(flag), " is not a number")));
+      return CommandError(kExitUsage, absl::InvalidArgumentError(absl::StrCat(
+                                          "--", flag, "=", args.Get(flag),
+                                          " is not a number")));
     }
     (request.*setter)(v);
   }
   const std::string mode = args.Get("mode", "zero");
   if (mode != "zero" && mode != "uniform" && mode != "mean") {
-    return Fail(kCommand, kExitUsage,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "--mode=", mode, " is not zero, uniform or mean")));
+    return CommandError(kExitUsage,
+                        absl::InvalidArgumentError(absl::StrCat(
+                            "--mode=", mode, " is not zero, uniform or mean")));
   }
   request.set_mode(mode == "uniform" ? v1::ABLATION_MODE_UNIFORM
                    : mode == "mean"  ? v1::ABLATION_MODE_MEAN
                                      : v1::ABLATION_MODE_ZERO);
   if (absl::Status s = CheckReferenceFlags(args, request.mode()); !s.ok()) {
-    return Fail(kCommand, kExitUsage, s);
+    return CommandError(kExitUsage, s);
   }
   ReadOptions(args, request.mutable_options());
   Job job;
-  if (auto failed = PrepareJob(kCommand, args, &job)) return *failed;
+  RETURN_IF_ERROR(PrepareJob(args, &job));
   // --statistics as it is, or --reference computed to an id first.
   request.set_statistics(args.Get("statistics"));
-  if (auto failed = ResolveMaskStatistics(kCommand, job.stub.get(), args,
-                                          /*column_flags=*/true,
-                                          request.mutable_statistics())) {
-    return *failed;
-  }
+  RETURN_IF_ERROR(ResolveMaskStatistics(job.stub.get(), args,
+                                        /*column_flags=*/true,
+                                        request.mutable_statistics()));
   for (const v1::LabeledExample& e : job.examples) *request.add_examples() = e;
   auto context = NewContext(args, absl::Hours(6));
-  if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
+  if (!context.ok()) return CommandError(kExitUsage, context.status());
   auto reader = job.stub->PruneCurve(context->get(), request);
   v1::PruneCurveResponse event;
   std::vector<v1::PruneStep> steps;
@@ -334,14 +326,14 @@ int RunPrune(const Argv& argv) {
     }
   }
   absl::Status s = FromGrpcStatus(reader->Finish());
-  if (!s.ok()) return Fail(kCommand, kExitRpc, s);
+  if (!s.ok()) return CommandError(kExitRpc, s);
   if (steps.empty() || !kept) {
-    return Fail(kCommand, kExitRpc,
-                absl::InternalError("the server sent no steps"));
+    return CommandError(kExitRpc,
+                        absl::InternalError("the server sent no steps"));
   }
   if (!args.Has("out-dir")) {
     std::printf("%s", PruneCsv(steps).c_str());
-    return kExitOk;
+    return absl::OkStatus();
   }
   const double threshold = request.threshold() > 0 ? request.threshold() : 0.9;
   nlohmann::json j{{"model", job.info.model.name()},
@@ -374,9 +366,9 @@ int RunPrune(const Argv& argv) {
                               kept->step()),
         &written);
   }
-  if (!s.ok()) return Fail(kCommand, kExitData, s);
+  if (!s.ok()) return CommandError(kExitData, s);
   PrintWritten(written);
-  return kExitOk;
+  return absl::OkStatus();
 }
 
 }  // namespace client

@@ -4,32 +4,30 @@
 #include "client/cli/commands.h"
 #include "client/cli/connection.h"
 #include "client/cli/exit_codes.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace bertology {
 namespace client {
 
-int RunInfo(const Argv& argv) {
-  Args args;
-  int exit = 0;
-  if (!ParseCommandArgs("info",
-                        "Usage: bertology info [--target=ADDR] [--model=NAME]\n"
-                        "Prints the served models and the server limits as "
-                        "JSON.",
-                        ConnectionFlags(), argv, &args, &exit)) {
-    return exit;
-  }
+absl::Status RunInfo(const Argv& argv) {
+  ASSIGN_OR_RETURN(
+      Args args,
+      ParseCommandArgs("Usage: bertology info [--target=ADDR] [--model=NAME]\n"
+                       "Prints the served models and the server limits as "
+                       "JSON.",
+                       ConnectionFlags(), argv));
   auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return Fail("info", kExitUsage, channel.status());
+  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   auto context = NewContext(args);
-  if (!context.ok()) return Fail("info", kExitUsage, context.status());
+  if (!context.ok()) return CommandError(kExitUsage, context.status());
   v1::GetModelInfoRequest request;
   request.set_model(args.Get("model"));
   v1::GetModelInfoResponse response;
   absl::Status s =
       FromGrpcStatus(stub->GetModelInfo(context->get(), request, &response));
-  if (!s.ok()) return Fail("info", kExitRpc, s);
+  if (!s.ok()) return CommandError(kExitRpc, s);
   nlohmann::json models = nlohmann::json::array();
   for (const v1::ModelInfo& m : response.models()) {
     // The ids `--statistics` takes for mean/resample ablation.
@@ -69,7 +67,7 @@ int RunInfo(const Argv& argv) {
                        {"max_message_bytes", l.max_message_bytes()},
                        {"max_batch_size", l.max_batch_size()}}}};
   std::printf("%s\n", out.dump(2).c_str());
-  return kExitOk;
+  return absl::OkStatus();
 }
 
 }  // namespace client

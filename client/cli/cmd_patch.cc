@@ -12,6 +12,7 @@
 #include "client/cli/patch_output.h"
 #include "client/render/file_output.h"
 #include "client/render/patch_figure.h"
+#include "common/status_macros.h"
 
 namespace bertology {
 namespace client {
@@ -181,38 +182,34 @@ absl::Status WriteOut(const PatchRun& run, const v1::PatchRequest& request,
 
 }  // namespace
 
-int RunPatch(const Argv& argv) {
-  Args args;
-  int exit = 0;
-  if (!ParseCommandArgs(kCommand, kUsage, PatchFlags(), argv, &args, &exit)) {
-    return exit;
-  }
+absl::Status RunPatch(const Argv& argv) {
+  ASSIGN_OR_RETURN(Args args, ParseCommandArgs(kUsage, PatchFlags(), argv));
   absl::StatusOr<v1::PatchRequest> request = BuildRequest(args);
-  if (!request.ok()) return Fail(kCommand, kExitUsage, request.status());
+  if (!request.ok()) return CommandError(kExitUsage, request.status());
   absl::StatusOr<int> top = args.GetInt("top", 20);
-  if (!top.ok()) return Fail(kCommand, kExitUsage, top.status());
+  if (!top.ok()) return CommandError(kExitUsage, top.status());
   auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return Fail(kCommand, kExitUsage, channel.status());
+  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   // A head x position run is thousands of sites: give it time.
   auto context = NewContext(args, absl::Minutes(30));
-  if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
+  if (!context.ok()) return CommandError(kExitUsage, context.status());
   auto reader = stub->Patch(context->get(), *request);
   absl::StatusOr<PatchRun> run =
       ReadPatchStream(reader.get(), args.Has("quiet"));
-  if (!run.ok()) return Fail(kCommand, kExitRpc, run.status());
+  if (!run.ok()) return CommandError(kExitRpc, run.status());
   std::string table = PatchTable(*run, *top);
   if (args.Has("out")) {
     std::vector<std::string> written;
     absl::Status s = WriteOut(*run, *request, args.Get("out"), &written);
-    if (!s.ok()) return Fail(kCommand, kExitData, s);
+    if (!s.ok()) return CommandError(kExitData, s);
     absl::StrAppend(&table, "\nWrote:\n");
     for (const std::string& path : written) {
       absl::StrAppend(&table, "  ", path, "\n");
     }
   }
   std::fputs(table.c_str(), stdout);
-  return kExitOk;
+  return absl::OkStatus();
 }
 
 }  // namespace client

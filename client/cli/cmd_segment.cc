@@ -27,6 +27,7 @@
 #include "client/render/file_output.h"
 #include "client/render/head_grid_figures.h"
 #include "client/render/segmentation_figure.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace bertology {
@@ -229,7 +230,7 @@ absl::Status WriteOutDir(const std::string& dir, const std::string& model,
 
 }  // namespace
 
-int RunSegment(const Argv& argv) {
+absl::Status RunSegment(const Argv& argv) {
   std::vector<FlagSpec> flags = ConnectionFlags();
   for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
   for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
@@ -243,10 +244,9 @@ int RunSegment(const Argv& argv) {
   flags.push_back(
       {"quiet", false,
        "no progress on stderr (nor, without --out-dir, the table)"});
-  Args args;
-  int exit = 0;
-  if (!ParseCommandArgs(
-          kCommand,
+  ASSIGN_OR_RETURN(
+      Args args,
+      ParseCommandArgs(
           "Usage: bertology segment --data=FILE [--text-a=COL] [--text-b=COL] "
           "[mask] [--top=K]\n       [--view=INDEX] [--out-dir=DIR]\n"
           "Reads each head as a word segmenter (a character whose strongest "
@@ -257,11 +257,9 @@ int RunSegment(const Argv& argv) {
           "heads by MCC (Matthews correlation of word ends) beside two\n"
           "trivial heads scored alike (always-next, always-[SEP]); without "
           "--out-dir\nthe CSV goes to stdout and that table to stderr.",
-          flags, WithNoLabelByDefault(argv), &args, &exit)) {
-    return exit;
-  }
+          flags, WithNoLabelByDefault(argv)));
   auto mask = ParseHeadMask(args);
-  if (!mask.ok()) return Fail(kCommand, kExitUsage, mask.status());
+  if (!mask.ok()) return CommandError(kExitUsage, mask.status());
   v1::SegmentWordsRequest request;
   request.set_model(args.Get("model"));
   *request.mutable_head_mask() = *mask;
@@ -271,18 +269,18 @@ int RunSegment(const Argv& argv) {
         {"view", &v1::SegmentWordsRequest::set_view_example}}) {
     if (!args.Has(flag)) continue;
     auto v = args.GetInt(flag, 0);
-    if (!v.ok()) return Fail(kCommand, kExitUsage, v.status());
+    if (!v.ok()) return CommandError(kExitUsage, v.status());
     (request.*setter)(*v);
   }
   auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return Fail(kCommand, kExitUsage, channel.status());
+  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   auto info = FetchModelInfo(stub.get(), args);
-  if (!info.ok()) return Fail(kCommand, kExitRpc, info.status());
+  if (!info.ok()) return CommandError(kExitRpc, info.status());
   const std::vector<std::string> labels(info->model.label_names().begin(),
                                         info->model.label_names().end());
   auto data = LoadLabeledData(args, labels, /*require_labels=*/false);
-  if (!data.ok()) return Fail(kCommand, kExitData, data.status());
+  if (!data.ok()) return CommandError(kExitData, data.status());
   for (const v1::LabeledExample& e : data->examples) {
     v1::SegmentedText* t = request.add_examples();
     SplitWords(e.input().text_a(), t->mutable_words_a(),
@@ -291,21 +289,21 @@ int RunSegment(const Argv& argv) {
                t->mutable_input()->mutable_text_b());
   }
   auto context = NewContext(args, absl::Hours(1));
-  if (!context.ok()) return Fail(kCommand, kExitUsage, context.status());
+  if (!context.ok()) return CommandError(kExitUsage, context.status());
   auto reader = stub->SegmentWords(context->get(), request);
   auto result = ReadResultStream<v1::SegmentWordsResponse>(
       reader.get(), args.Has("quiet"), "segmented", "examples");
-  if (!result.ok()) return Fail(kCommand, kExitRpc, result.status());
+  if (!result.ok()) return CommandError(kExitRpc, result.status());
   if (!args.Has("out-dir")) {
     std::printf("%s", Csv(*result).c_str());
     if (!args.Has("quiet")) std::fprintf(stderr, "%s", Table(*result).c_str());
-    return kExitOk;
+    return absl::OkStatus();
   }
   absl::Status s =
       WriteOutDir(args.Get("out-dir"), info->model.name(), *result);
-  if (!s.ok()) return Fail(kCommand, kExitData, s);
+  if (!s.ok()) return CommandError(kExitData, s);
   std::printf("%s", Table(*result).c_str());
-  return kExitOk;
+  return absl::OkStatus();
 }
 
 }  // namespace client

@@ -10,12 +10,13 @@
 #include "client/cli/exit_codes.h"
 #include "client/cli/labeled_data.h"
 #include "client/cli/reference_statistics.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace bertology {
 namespace client {
 
-int RunStatistics(const Argv& argv) {
+absl::Status RunStatistics(const Argv& argv) {
   constexpr char kCommand[] = "statistics";
   std::vector<FlagSpec> flags = ConnectionFlags();
   flags.push_back({"reference", true,
@@ -29,10 +30,9 @@ int RunStatistics(const Argv& argv) {
     }
   }
   flags.push_back({"json", false, "JSON instead of lines"});
-  Args args;
-  int exit = 0;
-  if (!ParseCommandArgs(
-          kCommand,
+  ASSIGN_OR_RETURN(
+      Args args,
+      ParseCommandArgs(
           "Usage: bertology statistics --reference=FILE [--model=M] "
           "[--text-a=COL] [--text-b=COL] [--json]\n"
           "Computes every head's mean output over the reference inputs on "
@@ -41,26 +41,23 @@ int RunStatistics(const Argv& argv) {
           "with --mode=mean or resample; the\nserver keeps it (bertology info "
           "lists them), and the same model and inputs\ngive the same id on "
           "every replica.",
-          flags, argv, &args, &exit)) {
-    return exit;
-  }
+          flags, argv));
   if (!args.Has("reference")) {
-    return Fail(kCommand, kExitUsage,
-                absl::InvalidArgumentError("--reference is required"));
+    return CommandError(kExitUsage,
+                        absl::InvalidArgumentError("--reference is required"));
   }
   auto inputs =
       LoadTextInputs(args.Get("reference"), args, /*column_flags=*/true);
   if (!inputs.ok()) {
-    return Fail(
-        kCommand,
+    return CommandError(
         absl::IsInvalidArgument(inputs.status()) ? kExitUsage : kExitData,
         inputs.status());
   }
   auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return Fail(kCommand, kExitUsage, channel.status());
+  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   auto response = ComputeStatistics(stub.get(), args, *inputs);
-  if (!response.ok()) return Fail(kCommand, kExitRpc, response.status());
+  if (!response.ok()) return CommandError(kExitRpc, response.status());
   const v1::ReferenceStatistics& s = response->statistics();
   if (args.Has("json")) {
     nlohmann::json out{{"model", response->model()},
@@ -70,7 +67,7 @@ int RunStatistics(const Argv& argv) {
                        {"truncated_examples", s.truncated_examples()},
                        {"already_held", response->already_held()}};
     std::printf("%s\n", out.dump(2).c_str());
-    return kExitOk;
+    return absl::OkStatus();
   }
   std::printf(
       "%s\nmodel\t%s\nexamples\t%d\ntokens\t%lld\n"
@@ -78,7 +75,7 @@ int RunStatistics(const Argv& argv) {
       s.id().c_str(), response->model().c_str(), s.examples(),
       static_cast<long long>(s.tokens()), s.truncated_examples(),
       response->already_held() ? "true" : "false");
-  return kExitOk;
+  return absl::OkStatus();
 }
 
 }  // namespace client

@@ -23,6 +23,7 @@
 #include "client/render/sweep_report.h"
 #include "client/scheduler/sweep_scheduler.h"
 #include "client/terminal/progress_bar.h"
+#include "common/status_macros.h"
 
 namespace bertology {
 namespace client {
@@ -195,12 +196,6 @@ std::vector<FlagSpec> SweepFlags() {
   return flags;
 }
 
-// A setup step's failure and the exit code it maps to.
-struct StepError {
-  ExitCode code;
-  absl::Status status;
-};
-
 // Everything the run needs, filled in two steps: the flags, then the plan.
 struct SweepSetup {
   // From the flags (ParseSchedulerFlags).
@@ -220,18 +215,17 @@ struct SweepSetup {
   SweepJob job;
 };
 
-std::optional<StepError> ParseSchedulerFlags(const Args& args,
-                                             SweepSetup* setup) {
+absl::Status ParseSchedulerFlags(const Args& args, SweepSetup* setup) {
   auto specs = ParseSweepSpecs(args);
-  if (!specs.ok()) return StepError{kExitUsage, specs.status()};
+  if (!specs.ok()) return CommandError(kExitUsage, specs.status());
   setup->specs = *std::move(specs);
   auto mode = ParseMode(args);
-  if (!mode.ok()) return StepError{kExitUsage, mode.status()};
+  if (!mode.ok()) return CommandError(kExitUsage, mode.status());
   setup->mode = *mode;
   absl::Status reference = CheckReferenceFlags(args, *mode);
-  if (!reference.ok()) return StepError{kExitUsage, reference};
+  if (!reference.ok()) return CommandError(kExitUsage, reference);
   auto resample = ParseResample(args);
-  if (!resample.ok()) return StepError{kExitUsage, resample.status()};
+  if (!resample.ok()) return CommandError(kExitUsage, resample.status());
   setup->resample = *resample;
   auto inflight = args.GetInt("max-inflight", 2);
   auto timeout = args.GetDouble("shard-timeout", 600);
@@ -245,7 +239,7 @@ std::optional<StepError> ParseSchedulerFlags(const Args& args,
        {inflight.status(), timeout.status(), attempts.status(),
         masks_per_shard.status(), examples_per_shard.status(), rows.status(),
         resolve_interval.status(), linger.status()}) {
-    if (!s.ok()) return StepError{kExitUsage, s};
+    if (!s.ok()) return CommandError(kExitUsage, s);
   }
   SchedulerOptions& options = setup->options;
   options.max_inflight = *inflight;
@@ -253,7 +247,7 @@ std::optional<StepError> ParseSchedulerFlags(const Args& args,
   options.max_attempts = std::max(1, *attempts);
   options.progress_file = args.Get("progress-file");
   absl::Status parts = PartOptions(args, *masks_per_shard, &options);
-  if (!parts.ok()) return StepError{kExitUsage, parts};
+  if (!parts.ok()) return CommandError(kExitUsage, parts);
   setup->masks_per_shard = *masks_per_shard;
   setup->examples_per_shard = *examples_per_shard;
   setup->batch_rows = *rows;
@@ -263,32 +257,32 @@ std::optional<StepError> ParseSchedulerFlags(const Args& args,
   target_options.round_robin_list = args.Has("round-robin");
   auto targets =
       ParseTargets(args.Get("target", kDefaultTarget), target_options);
-  if (!targets.ok()) return StepError{kExitUsage, targets.status()};
+  if (!targets.ok()) return CommandError(kExitUsage, targets.status());
   setup->targets = *std::move(targets);
-  return std::nullopt;
+  return absl::OkStatus();
 }
 
 // The model's shape and labels (from the first target), the dataset, the
 // planned masks, and the shard size.
-std::optional<StepError> PlanJob(const Args& args, ShardExecutor* executor,
-                                 SweepSetup* setup) {
+absl::Status PlanJob(const Args& args, ShardExecutor* executor,
+                     SweepSetup* setup) {
   auto channel = MakeChannel(args, setup->targets.front().uri);
-  if (!channel.ok()) return StepError{kExitUsage, channel.status()};
+  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   auto info = FetchModelInfo(stub.get(), args);
-  if (!info.ok()) return StepError{kExitRpc, info.status()};
+  if (!info.ok()) return CommandError(kExitRpc, info.status());
   setup->info = *std::move(info);
   const v1::ModelInfo& model = setup->info.model;
   const std::vector<std::string> labels(model.label_names().begin(),
                                         model.label_names().end());
   auto data = LoadLabeledData(args, labels, /*require_labels=*/true,
                               LabelKindOf(model));
-  if (!data.ok()) return StepError{kExitData, data.status()};
+  if (!data.ok()) return CommandError(kExitData, data.status());
   setup->plan.layers = model.num_layers();
   setup->plan.heads = model.num_heads();
   setup->plan.mode = setup->mode;
   auto masks = PlanMasks(setup->specs, setup->plan);
-  if (!masks.ok()) return StepError{kExitUsage, masks.status()};
+  if (!masks.ok()) return CommandError(kExitUsage, masks.status());
 
   SweepJob& job = setup->job;
   job.model = args.Get("model");
@@ -302,7 +296,7 @@ std::optional<StepError> PlanJob(const Args& args, ShardExecutor* executor,
   if (args.Has("reference")) {
     auto reference = LoadTextInputs(args.Get("reference"), args,
                                     /*column_flags=*/true);
-    if (!reference.ok()) return StepError{kExitData, reference.status()};
+    if (!reference.ok()) return CommandError(kExitData, reference.status());
     job.reference = *std::move(reference);
   }
   if (setup->mode == v1::ABLATION_MODE_RESAMPLE) job.resample = setup->resample;
@@ -336,7 +330,7 @@ std::optional<StepError> PlanJob(const Args& args, ShardExecutor* executor,
     sharding.masks_per_shard =
         std::min(sharding.masks_per_shard, limits.max_masks_per_sweep());
   }
-  return std::nullopt;
+  return absl::OkStatus();
 }
 
 // Shards, retries and what each replica served, on stderr.
@@ -356,8 +350,8 @@ void PrintRunSummary(const SweepSetup& setup, const SweepReport& run) {
 
 // --out-csv, --out-json, --out-dir and the summary table (the CSV on
 // stdout when no file is asked for).
-int WriteResults(const Args& args, const SweepSetup& setup,
-                 const SweepReport& run) {
+absl::Status WriteResults(const Args& args, const SweepSetup& setup,
+                          const SweepReport& run) {
   const std::string mode_name = ModeName(setup.mode);
   const std::string& model = setup.info.model.name();
   const render::SweepResults results =
@@ -365,17 +359,17 @@ int WriteResults(const Args& args, const SweepSetup& setup,
   if (args.Has("out-csv")) {
     absl::Status s =
         WriteFile(args.Get("out-csv"), render::SweepResultsCsv(results));
-    if (!s.ok()) return Fail("sweep", kExitData, s);
+    if (!s.ok()) return CommandError(kExitData, s);
   }
   if (args.Has("out-json")) {
     absl::Status s =
         WriteFile(args.Get("out-json"), SweepJson(run, model, mode_name));
-    if (!s.ok()) return Fail("sweep", kExitData, s);
+    if (!s.ok()) return CommandError(kExitData, s);
   }
   std::vector<std::string> written;
   if (args.Has("out-dir")) {
     absl::Status s = WriteOutDir(results, args.Get("out-dir"), &written);
-    if (!s.ok()) return Fail("sweep", kExitData, s);
+    if (!s.ok()) return CommandError(kExitData, s);
   }
   // stdout carries the CSV when no file does; the table then goes to stderr
   // so `bertology sweep ... > results.csv` stays a clean CSV.
@@ -392,31 +386,23 @@ int WriteResults(const Args& args, const SweepSetup& setup,
     }
     std::fputs(table.c_str(), csv_on_stdout ? stderr : stdout);
   }
-  return kExitOk;
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-int RunSweep(const Argv& argv) {
-  Args args;
-  int exit = 0;
-  if (!ParseCommandArgs("sweep", kUsage, SweepFlags(), argv, &args, &exit)) {
-    return exit;
-  }
+absl::Status RunSweep(const Argv& argv) {
+  ASSIGN_OR_RETURN(Args args, ParseCommandArgs(kUsage, SweepFlags(), argv));
   SweepSetup setup;
-  if (std::optional<StepError> e = ParseSchedulerFlags(args, &setup)) {
-    return Fail("sweep", e->code, e->status);
-  }
+  RETURN_IF_ERROR(ParseSchedulerFlags(args, &setup));
   GrpcExecutorOptions executor_options;
   executor_options.resolve_interval = setup.resolve_interval;
   executor_options.security = SecurityFromArgs(args);
   auto executor = NewGrpcShardExecutor(setup.targets, executor_options);
-  if (std::optional<StepError> e = PlanJob(args, executor.get(), &setup)) {
-    return Fail("sweep", e->code, e->status);
-  }
+  RETURN_IF_ERROR(PlanJob(args, executor.get(), &setup));
   absl::StatusOr<std::unique_ptr<SweepMetricsExporter>> exporter =
       StartExporter(args, setup.job, setup.options);
-  if (!exporter.ok()) return Fail("sweep", kExitUsage, exporter.status());
+  if (!exporter.ok()) return CommandError(kExitUsage, exporter.status());
   ProgressBar bar(stderr, isatty(STDERR_FILENO) != 0);
   const bool quiet = args.Has("quiet");
   SweepProgressFn on_progress = [&bar, &exporter,
@@ -437,8 +423,8 @@ int RunSweep(const Argv& argv) {
     const bool progress_file_fault =
         absl::IsFailedPrecondition(run.status()) && !progress.empty() &&
         run.status().message().find(progress) != std::string::npos;
-    return Fail("sweep", progress_file_fault ? kExitData : kExitRpc,
-                run.status());
+    return CommandError(progress_file_fault ? kExitData : kExitRpc,
+                        run.status());
   }
   if (!quiet) PrintRunSummary(setup, *run);
   if (!run->complete) {
@@ -447,7 +433,7 @@ int RunSweep(const Argv& argv) {
         "--merge-from\n",
         setup.options.part_index, setup.options.part_count, run->shards_total,
         run->shards_resumed, setup.options.progress_file.c_str());
-    return kExitOk;
+    return absl::OkStatus();
   }
   return WriteResults(args, setup, *run);
 }

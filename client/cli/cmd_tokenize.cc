@@ -4,38 +4,36 @@
 #include "client/cli/commands.h"
 #include "client/cli/connection.h"
 #include "client/cli/exit_codes.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace bertology {
 namespace client {
 
-int RunTokenize(const Argv& argv) {
+absl::Status RunTokenize(const Argv& argv) {
   std::vector<FlagSpec> flags = ConnectionFlags();
   flags.push_back({"text-a", true, "the text (or first positional)", "TEXT"});
   flags.push_back({"text-b", true, "second text of a pair", "TEXT"});
   flags.push_back({"json", false, "JSON instead of a table"});
-  Args args;
-  int exit = 0;
-  if (!ParseCommandArgs(
-          "tokenize",
+  ASSIGN_OR_RETURN(
+      Args args,
+      ParseCommandArgs(
           "Usage: bertology tokenize --text-a=TEXT [--text-b=TEXT]\n"
           "Prints one word piece a line: index, piece, id, segment, word, "
           "char span.",
-          flags, argv, &args, &exit)) {
-    return exit;
-  }
+          flags, argv));
   const auto& pos = args.positional();
   const std::string a = args.Get("text-a", pos.size() > 0 ? pos[0] : "");
   const std::string b = args.Get("text-b", pos.size() > 1 ? pos[1] : "");
   if (a.empty()) {
-    return Fail("tokenize", kExitUsage,
-                absl::InvalidArgumentError("--text-a is required"));
+    return CommandError(kExitUsage,
+                        absl::InvalidArgumentError("--text-a is required"));
   }
   auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return Fail("tokenize", kExitUsage, channel.status());
+  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
   auto stub = v1::Bertology::NewStub(*channel);
   auto context = NewContext(args);
-  if (!context.ok()) return Fail("tokenize", kExitUsage, context.status());
+  if (!context.ok()) return CommandError(kExitUsage, context.status());
   v1::TokenizeRequest request;
   request.set_model(args.Get("model"));
   request.set_text_a(a);
@@ -43,7 +41,7 @@ int RunTokenize(const Argv& argv) {
   v1::TokenizeResponse response;
   absl::Status s =
       FromGrpcStatus(stub->Tokenize(context->get(), request, &response));
-  if (!s.ok()) return Fail("tokenize", kExitRpc, s);
+  if (!s.ok()) return CommandError(kExitRpc, s);
   if (args.Has("json")) {
     nlohmann::json tokens = nlohmann::json::array();
     for (const v1::Token& t : response.tokens()) {
@@ -60,7 +58,7 @@ int RunTokenize(const Argv& argv) {
                                        {"num_words", response.num_words()}}
                             .dump(2)
                             .c_str());
-    return kExitOk;
+    return absl::OkStatus();
   }
   std::printf("index\tpiece\tid\tsegment\tword\tchars\n");
   for (int i = 0; i < response.tokens_size(); ++i) {
@@ -69,7 +67,7 @@ int RunTokenize(const Argv& argv) {
                 t.segment(), t.word_index(), t.char_start(), t.char_end());
   }
   if (response.truncated()) std::fprintf(stderr, "(truncated)\n");
-  return kExitOk;
+  return absl::OkStatus();
 }
 
 }  // namespace client

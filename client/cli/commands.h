@@ -1,38 +1,40 @@
 // The subcommands of `bertology`; each takes the arguments after its name
-// and returns an ExitCode.
+// and returns OK or an error carrying its exit code (exit_codes.h), which
+// main.cc reports and maps, once.
 #ifndef BERTOLOGY_CLIENT_CLI_COMMANDS_H_
 #define BERTOLOGY_CLIENT_CLI_COMMANDS_H_
 
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/cli/args.h"
+
 namespace bertology {
 namespace client {
 
 using Argv = std::vector<std::string>;
 
-int RunInfo(const Argv& argv);
-int RunTokenize(const Argv& argv);
-int RunClassify(const Argv& argv);
-int RunAttention(const Argv& argv);
-int RunSweep(const Argv& argv);
-int RunHealth(const Argv& argv);
-int RunAnalyze(const Argv& argv);
-int RunImportance(const Argv& argv);  // cmd_importance.cc
-int RunPrune(const Argv& argv);       // cmd_importance.cc
-int RunCompare(const Argv& argv);     // cmd_compare.cc
-int RunSegment(const Argv& argv);     // cmd_segment.cc
-int RunStatistics(const Argv& argv);  // cmd_statistics.cc
-int RunPatch(const Argv& argv);       // cmd_patch.cc
+absl::Status RunInfo(const Argv& argv);
+absl::Status RunTokenize(const Argv& argv);
+absl::Status RunClassify(const Argv& argv);
+absl::Status RunAttention(const Argv& argv);
+absl::Status RunSweep(const Argv& argv);
+absl::Status RunHealth(const Argv& argv);
+absl::Status RunAnalyze(const Argv& argv);
+absl::Status RunImportance(const Argv& argv);  // cmd_importance.cc
+absl::Status RunPrune(const Argv& argv);       // cmd_importance.cc
+absl::Status RunCompare(const Argv& argv);     // cmd_compare.cc
+absl::Status RunSegment(const Argv& argv);     // cmd_segment.cc
+absl::Status RunStatistics(const Argv& argv);  // cmd_statistics.cc
+absl::Status RunPatch(const Argv& argv);       // cmd_patch.cc
 
-// Parses `argv` with `flags` (plus --help); prints the help and sets *exit
-// to 0 for --help, prints the error and sets *exit to 2 for a usage error;
-// returns whether the command should go on.
-class Args;
-struct FlagSpec;
-bool ParseCommandArgs(const char* command, const std::string& usage,
-                      std::vector<FlagSpec> flags, const Argv& argv, Args* args,
-                      int* exit);
+// Parses `argv` with `flags` (plus --help). For --help, prints the help and
+// returns QuietExit(kExitOk); a usage error comes back with kExitUsage.
+absl::StatusOr<Args> ParseCommandArgs(const std::string& usage,
+                                      std::vector<FlagSpec> flags,
+                                      const Argv& argv);
 
 }  // namespace client
 }  // namespace bertology

@@ -246,15 +246,13 @@ ExitCode LoadExitCode(const absl::Status& status) {
 }
 
 absl::StatusOr<std::vector<v1::TextInput>> CommandInputs(
-    const Args& args, const std::vector<std::string>& label_names,
-    ExitCode* code) {
+    const Args& args, const std::vector<std::string>& label_names) {
   std::vector<v1::TextInput> inputs;
   if (args.Has("data")) {
     absl::StatusOr<LoadedData> loaded =
         LoadLabeledData(args, label_names, /*require_labels=*/false);
     if (!loaded.ok()) {
-      *code = LoadExitCode(loaded.status());
-      return loaded.status();
+      return CommandError(LoadExitCode(loaded.status()), loaded.status());
     }
     for (const v1::LabeledExample& e : loaded->examples) {
       inputs.push_back(e.input());
@@ -266,8 +264,8 @@ absl::StatusOr<std::vector<v1::TextInput>> CommandInputs(
   input.set_text_a(args.Get("text-a", pos.size() > 0 ? pos[0] : ""));
   input.set_text_b(args.Get("text-b", pos.size() > 1 ? pos[1] : ""));
   if (input.text_a().empty()) {
-    *code = kExitUsage;
-    return absl::InvalidArgumentError("give --text-a or --data");
+    return CommandError(kExitUsage,
+                        absl::InvalidArgumentError("give --text-a or --data"));
   }
   inputs.push_back(std::move(input));
   return inputs;

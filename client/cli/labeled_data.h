@@ -78,11 +78,10 @@ ExitCode LoadExitCode(const absl::Status& status);
 // The inputs of a command that takes either --data (with the column flags;
 // labels mapped with `label_names` only where --label names a column) or
 // one text: --text-a/--text-b, or the first two positional arguments.
-// Errors come with their exit code in `*code`: LoadExitCode's for --data,
+// Errors carry their exit code (exit_codes.h): LoadExitCode's for --data,
 // kExitUsage for a missing text ("give --text-a or --data").
 absl::StatusOr<std::vector<v1::TextInput>> CommandInputs(
-    const Args& args, const std::vector<std::string>& label_names,
-    ExitCode* code);
+    const Args& args, const std::vector<std::string>& label_names);
 
 }  // namespace client
 }  // namespace bertology

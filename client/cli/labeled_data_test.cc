@@ -89,17 +89,16 @@ TEST(CommandInputsTest, ReadsDataOrOneTextAndSaysWhichExitCode) {
     std::ofstream out(path);
     out << "hello\tworld\nbye\tnow\n";
   }
-  ExitCode code = kExitOk;
   auto data = Args::Parse({"--data", path, "--label="}, DatasetFlags());
   ASSERT_TRUE(data.ok());
-  auto inputs = CommandInputs(*data, {}, &code);
+  auto inputs = CommandInputs(*data, {});
   ASSERT_TRUE(inputs.ok()) << inputs.status();
   ASSERT_EQ(inputs->size(), 2u);
   EXPECT_EQ((*inputs)[1].text_b(), "now");
 
   auto texts = Args::Parse({"a text", "another"}, DatasetFlags());
   ASSERT_TRUE(texts.ok());
-  inputs = CommandInputs(*texts, {}, &code);
+  inputs = CommandInputs(*texts, {});
   ASSERT_TRUE(inputs.ok()) << inputs.status();
   ASSERT_EQ(inputs->size(), 1u);
   EXPECT_EQ((*inputs)[0].text_a(), "a text");
@@ -107,19 +106,16 @@ TEST(CommandInputsTest, ReadsDataOrOneTextAndSaysWhichExitCode) {
 
   auto none = Args::Parse({}, DatasetFlags());
   ASSERT_TRUE(none.ok());
-  EXPECT_FALSE(CommandInputs(*none, {}, &code).ok());
-  EXPECT_EQ(code, kExitUsage);
+  EXPECT_EQ(ExitCodeOf(CommandInputs(*none, {}).status()), kExitUsage);
 
   // A flag error is usage (2), a bad file is data (3).
   auto bad_flag = Args::Parse({"--data", path, "--format=xml"}, DatasetFlags());
   ASSERT_TRUE(bad_flag.ok());
-  EXPECT_FALSE(CommandInputs(*bad_flag, {}, &code).ok());
-  EXPECT_EQ(code, kExitUsage);
+  EXPECT_EQ(ExitCodeOf(CommandInputs(*bad_flag, {}).status()), kExitUsage);
   auto missing =
       Args::Parse({"--data", path + ".missing", "--label="}, DatasetFlags());
   ASSERT_TRUE(missing.ok());
-  EXPECT_FALSE(CommandInputs(*missing, {}, &code).ok());
-  EXPECT_EQ(code, kExitData);
+  EXPECT_EQ(ExitCodeOf(CommandInputs(*missing, {}).status()), kExitData);
   std::remove(path.c_str());
 }
 

@@ -2,6 +2,7 @@
 // each subcommand lives in its own cmd_*.cc.
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -56,23 +57,38 @@ constexpr char kUsage[] =
 namespace bertology {
 namespace client {
 
-bool ParseCommandArgs(const char* command, const std::string& usage,
-                      std::vector<FlagSpec> flags, const Argv& argv, Args* args,
-                      int* exit) {
+absl::StatusOr<Args> ParseCommandArgs(const std::string& usage,
+                                      std::vector<FlagSpec> flags,
+                                      const Argv& argv) {
   flags.push_back({"help", false, "show this help"});
   absl::StatusOr<Args> parsed = Args::Parse(argv, flags);
-  if (!parsed.ok()) {
-    *exit = Fail(command, kExitUsage, parsed.status());
-    return false;
-  }
+  if (!parsed.ok()) return CommandError(kExitUsage, parsed.status());
   if (parsed->Has("help")) {
     std::printf("%s", FlagsHelp(usage, flags).c_str());
-    *exit = kExitOk;
-    return false;
+    return QuietExit(kExitOk);
   }
-  *args = *std::move(parsed);
-  return true;
+  return parsed;
 }
+
+namespace {
+
+// The subcommand named `command`, or null.
+using Command = absl::Status (*)(const Argv&);
+Command FindCommand(const std::string& command) {
+  static const std::map<std::string, Command> kCommands = {
+      {"info", RunInfo},         {"tokenize", RunTokenize},
+      {"classify", RunClassify}, {"attention", RunAttention},
+      {"sweep", RunSweep},       {"health", RunHealth},
+      {"analyze", RunAnalyze},   {"importance", RunImportance},
+      {"prune", RunPrune},       {"compare", RunCompare},
+      {"segment", RunSegment},   {"statistics", RunStatistics},
+      {"patch", RunPatch},
+  };
+  auto it = kCommands.find(command);
+  return it == kCommands.end() ? nullptr : it->second;
+}
+
+}  // namespace
 
 }  // namespace client
 }  // namespace bertology
@@ -85,21 +101,12 @@ int main(int argc, char** argv) {
     return argc < 2 ? kExitUsage : kExitOk;
   }
   const std::string command = argv[1];
-  const Argv rest(argv + 2, argv + argc);
-  if (command == "info") return RunInfo(rest);
-  if (command == "tokenize") return RunTokenize(rest);
-  if (command == "classify") return RunClassify(rest);
-  if (command == "attention") return RunAttention(rest);
-  if (command == "sweep") return RunSweep(rest);
-  if (command == "health") return RunHealth(rest);
-  if (command == "analyze") return RunAnalyze(rest);
-  if (command == "importance") return RunImportance(rest);
-  if (command == "prune") return RunPrune(rest);
-  if (command == "compare") return RunCompare(rest);
-  if (command == "segment") return RunSegment(rest);
-  if (command == "statistics") return RunStatistics(rest);
-  if (command == "patch") return RunPatch(rest);
-  std::fprintf(stderr, "bertology: unknown command '%s' (see --help)\n",
-               command.c_str());
-  return kExitUsage;
+  const Command run = FindCommand(command);
+  if (run == nullptr) {
+    std::fprintf(stderr, "bertology: unknown command '%s' (see --help)\n",
+                 command.c_str());
+    return kExitUsage;
+  }
+  // Every command's errors end here: one message, one exit code.
+  return ReportExit(command, run(Argv(argv + 2, argv + argc)));
 }

@@ -36,26 +36,23 @@ std::string StatisticsLine(const v1::ReferenceStatistics& statistics) {
   return line;
 }
 
-std::optional<int> ResolveMaskStatistics(const char* command,
-                                         v1::Bertology::Stub* stub,
-                                         const Args& args, bool column_flags,
-                                         std::string* statistics) {
-  if (!args.Has("reference")) return std::nullopt;
+absl::Status ResolveMaskStatistics(v1::Bertology::Stub* stub, const Args& args,
+                                   bool column_flags, std::string* statistics) {
+  if (!args.Has("reference")) return absl::OkStatus();
   absl::StatusOr<std::vector<v1::TextInput>> inputs =
       LoadTextInputs(args.Get("reference"), args, column_flags);
   if (!inputs.ok()) {
-    return Fail(
-        command,
+    return CommandError(
         absl::IsInvalidArgument(inputs.status()) ? kExitUsage : kExitData,
         inputs.status());
   }
   absl::StatusOr<v1::ComputeHeadStatisticsResponse> response =
       ComputeStatistics(stub, args, *inputs);
-  if (!response.ok()) return Fail(command, kExitRpc, response.status());
+  if (!response.ok()) return CommandError(kExitRpc, response.status());
   *statistics = response->statistics().id();
   std::fprintf(stderr, "reference statistics %s\n",
                StatisticsLine(response->statistics()).c_str());
-  return std::nullopt;
+  return absl::OkStatus();
 }
 
 }  // namespace client

@@ -30,13 +30,11 @@ std::string StatisticsLine(const v1::ReferenceStatistics& statistics);
 // allows): reads the file (the --data column flags when `column_flags`),
 // computes its statistics and sets *statistics to their id (a HeadMask's
 // or a PruneCurveRequest's field), telling stderr the id so later runs can
-// pass --statistics. Returns the exit code when the command should stop
-// (the error printed as `command`'s), else nullopt; without --reference
-// does nothing.
-std::optional<int> ResolveMaskStatistics(const char* command,
-                                         v1::Bertology::Stub* stub,
-                                         const Args& args, bool column_flags,
-                                         std::string* statistics);
+// pass --statistics. Errors carry their exit code (kExitUsage for a bad
+// --reference, kExitData for an unreadable one, kExitRpc for the call);
+// without --reference does nothing.
+absl::Status ResolveMaskStatistics(v1::Bertology::Stub* stub, const Args& args,
+                                   bool column_flags, std::string* statistics);
 
 }  // namespace client
 }  // namespace bertology
