@@ -46,6 +46,8 @@ BUILD_PKGS=(
   # SHA-256 and CRYPTO_memcmp for bearer tokens (token_file.h).
   libssl-dev
   nlohmann-json3-dev libutf8proc-dev
+  # The CLI's flags (client/cli/args.cc): header-only.
+  libcli11-dev
   libgtest-dev libgmock-dev
   # libtorch 1.13 links the generic libblas.so.3; without an optimised
   # provider matrix products fall back to the reference BLAS (~25x slower).

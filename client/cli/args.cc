@@ -1,53 +1,92 @@
 #include "client/cli/args.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <map>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 
 namespace bertology {
 namespace client {
 
+namespace {
+
+// CLI11's message for `e` in this parser's words, naming the flag.
+std::string ParseErrorMessage(const CLI::ParseError& e) {
+  const std::string what = e.what();
+  if (what.find("disallowed flag override") != std::string::npos) {
+    // "NAME was given a disallowed flag override"
+    return absl::StrCat("--", what.substr(0, what.find(' ')),
+                        " takes no value");
+  }
+  if (absl::StartsWith(what, "--") &&
+      what.find(" required ") != std::string::npos) {
+    // "--NAME: 1 required TEXT missing"
+    return absl::StrCat(what.substr(0, what.find(':')), " needs a value");
+  }
+  return what;
+}
+
+}  // namespace
+
 absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& argv,
                                  const std::vector<FlagSpec>& specs) {
   Args args;
-  bool flags_done = false;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    if (flags_done || !absl::StartsWith(a, "--") || a == "-") {
-      args.positional_.push_back(a);
-      continue;
-    }
-    if (a == "--") {
-      flags_done = true;
-      continue;
-    }
-    std::vector<std::string> kv =
-        absl::StrSplit(a.substr(2), absl::MaxSplits('=', 1));
-    const std::string& name = kv[0];
-    auto spec = std::find_if(specs.begin(), specs.end(),
-                             [&](const FlagSpec& s) { return s.name == name; });
-    if (spec == specs.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag --", name, " (see --help)"));
-    }
-    if (!spec->takes_value) {
-      if (kv.size() == 2) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", name, " takes no value"));
-      }
-      args.values_[name].push_back("true");
-    } else if (kv.size() == 2) {
-      args.values_[name].push_back(kv[1]);
-    } else if (i + 1 < argv.size()) {
-      args.values_[name].push_back(argv[++i]);
+  CLI::App app;
+  app.set_help_flag();  // --help is a FlagSpec (ParseCommandArgs adds it)
+  app.allow_extras();   // unknown flags come back to be named below
+  std::map<std::string, int64_t> counts;  // boolean flags
+  for (const FlagSpec& spec : specs) {
+    const std::string name = absl::StrCat("--", spec.name);
+    if (spec.takes_value) {
+      // One value per occurrence (`--random 0.1 pos`: pos stays
+      // positional), every occurrence kept in order.
+      app.add_option(name, args.values_[spec.name])
+          ->type_size(1)
+          ->expected(1)
+          ->allow_extra_args(false)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", name, " needs a value"));
+      app.add_flag(name, counts[spec.name])->disable_flag_override();
     }
+  }
+  app.add_option("positional", args.positional_);
+  // CLI11 2.1 refuses `--name=` (an empty value, which --label= and
+  // --text-b= mean: "no such column"); `--name ""` it takes. It parses a
+  // reversed vector (it pops from the back).
+  std::vector<std::string> reversed;
+  bool flags_done = false;
+  for (const std::string& a : argv) {
+    flags_done = flags_done || a == "--";
+    if (!flags_done && absl::StartsWith(a, "--") && absl::EndsWith(a, "=")) {
+      reversed.push_back(a.substr(0, a.size() - 1));
+      reversed.push_back("");
+    } else {
+      reversed.push_back(a);
+    }
+  }
+  std::reverse(reversed.begin(), reversed.end());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(ParseErrorMessage(e));
+  }
+  for (const std::string& extra : app.remaining()) {
+    if (extra == "--") continue;  // ended the flags; CLI11 leaves it here
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown flag ", extra, " (see --help)"));
+  }
+  for (auto& [name, count] : counts) {
+    if (count > 0) args.values_[name].push_back("true");
+  }
+  // Flags never given have no entry (Has() is false for them).
+  for (auto it = args.values_.begin(); it != args.values_.end();) {
+    it = it->second.empty() ? args.values_.erase(it) : std::next(it);
   }
   return args;
 }

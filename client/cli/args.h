@@ -1,7 +1,10 @@
-// Hand-parsed subcommand flags: `--name=value`, `--name value` and boolean
-// `--name`, with dashes in names (`--text-a`), which absl flags cannot do.
-// Unknown flags are usage errors; anything not starting with "--" is a
-// positional argument ("--" ends the flags).
+// Subcommand flags through CLI11 (libcli11-dev): `--name=value`,
+// `--name value` and boolean `--name`, with dashes in names (`--text-a`),
+// which absl flags cannot do. A valued flag takes one value per occurrence
+// and may repeat. Unknown flags are usage errors, and so is any other
+// argument starting with "-" (a text that starts with one goes after "--",
+// which ends the flags, or in --text-a=...); the rest are positional.
+// The help text is FlagsHelp's, from the same FlagSpec table.
 #ifndef BERTOLOGY_CLIENT_CLI_ARGS_H_
 #define BERTOLOGY_CLIENT_CLI_ARGS_H_
 
