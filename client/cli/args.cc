@@ -78,8 +78,8 @@ absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& argv,
   }
   for (const std::string& extra : app.remaining()) {
     if (extra == "--") continue;  // ended the flags; CLI11 leaves it here
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown flag ", extra, " (see --help)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown flag ", extra.substr(0, extra.find('=')), " (see --help)"));
   }
   for (auto& [name, count] : counts) {
     if (count > 0) args.values_[name].push_back("true");

@@ -46,6 +46,8 @@ TEST(ArgsTest, OneValuePerOccurrence) {
 TEST(ArgsTest, RefusesUnknownAndMalformedFlags) {
   EXPECT_EQ(Args::Parse({"--nope"}, kFlags).status().message(),
             "unknown flag --nope (see --help)");
+  EXPECT_EQ(Args::Parse({"--nope=3"}, kFlags).status().message(),
+            "unknown flag --nope (see --help)");
   EXPECT_EQ(Args::Parse({"-n"}, kFlags).status().message(),
             "unknown flag -n (see --help)");
   EXPECT_EQ(Args::Parse({"--text-a"}, kFlags).status().message(),

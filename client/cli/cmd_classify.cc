@@ -5,7 +5,9 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/cli/command_output.h"
 #include "client/cli/commands.h"
 #include "client/cli/connection.h"
 #include "client/cli/exit_codes.h"
@@ -19,20 +21,92 @@ namespace bertology {
 namespace client {
 namespace {
 
+constexpr char kUsage[] =
+    "Usage: bertology classify --text-a=TEXT [--text-b=TEXT] [mask]\n"
+    "       bertology classify --data=FILE [column flags] [mask]\n"
+    "Without --data, --text-a/--text-b (or two positionals) are the "
+    "texts;\nwith --data they name the columns. Prints index, label, "
+    "probabilities\n(and the gold label); with labels, the accuracy "
+    "goes to stderr.";
+
+std::vector<FlagSpec> ClassifyFlags() {
+  std::vector<FlagSpec> flags = ConnectionFlags();
+  for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
+  for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
+  flags.push_back({"json", false, "JSON instead of TSV"});
+  return flags;
+}
+
+// --data's examples, or the one text of --text-a/--text-b (or two
+// positionals).
+absl::StatusOr<LoadedData> ReadExamples(const Args& args,
+                                        const v1::ModelInfo& model) {
+  if (args.Has("data")) {
+    const std::vector<std::string> labels(model.label_names().begin(),
+                                          model.label_names().end());
+    auto loaded = LoadLabeledData(args, labels, /*require_labels=*/false,
+                                  LabelKindOf(model));
+    if (!loaded.ok()) {
+      return CommandError(LoadExitCode(loaded.status()), loaded.status());
+    }
+    return loaded;
+  }
+  const auto& pos = args.positional();
+  LoadedData data;
+  v1::LabeledExample e;
+  e.mutable_input()->set_text_a(
+      args.Get("text-a", pos.size() > 0 ? pos[0] : ""));
+  e.mutable_input()->set_text_b(
+      args.Get("text-b", pos.size() > 1 ? pos[1] : ""));
+  if (e.input().text_a().empty()) {
+    return CommandError(kExitUsage,
+                        absl::InvalidArgumentError("give --text-a or --data"));
+  }
+  data.examples.push_back(e);
+  return data;
+}
+
+// Classify over `examples`, `chunk` inputs per call, under `mask`.
+absl::StatusOr<std::vector<v1::Prediction>> ClassifyAll(
+    v1::Bertology::Stub* stub, const Args& args, const v1::HeadMask& mask,
+    const std::vector<v1::LabeledExample>& examples, int chunk) {
+  std::vector<v1::Prediction> predictions;
+  for (size_t begin = 0; begin < examples.size(); begin += chunk) {
+    v1::ClassifyRequest request;
+    request.set_model(args.Get("model"));
+    *request.mutable_head_mask() = mask;
+    const size_t end = std::min(examples.size(), begin + chunk);
+    for (size_t i = begin; i < end; ++i) {
+      *request.add_inputs() = examples[i].input();
+    }
+    auto context = NewContext(args);
+    if (!context.ok()) return CommandError(kExitUsage, context.status());
+    v1::ClassifyResponse response;
+    absl::Status s =
+        FromGrpcStatus(stub->Classify(context->get(), request, &response));
+    if (!s.ok()) return CommandError(kExitRpc, s);
+    for (const v1::Prediction& p : response.predictions()) {
+      predictions.push_back(p);
+    }
+  }
+  return predictions;
+}
+
 // A token classifier's predictions: one line per word (its first piece, as
 // HF's token-classification examples score), or every piece in --json.
 // With word labels, the accuracy over the labelled words that survived
 // truncation.
-absl::Status PrintTokenPredictions(
-    const Args& args, const LoadedData& data,
+CommandOutput TokenPredictionsOutput(
+    bool json, const LoadedData& data,
     const std::vector<v1::Prediction>& predictions) {
-  const bool json = args.Has("json");
+  CommandOutput out;
+  std::string& text = out.stdout_text;
   if (!json) {
-    std::printf("index\tword\ttoken\tlabel\tprobabilities%s\n",
-                data.has_labels ? "\tgold" : "");
+    absl::StrAppend(&text, "index\tword\ttoken\tlabel\tprobabilities",
+                    data.has_labels ? "\tgold" : "", "\n");
   }
   int correct = 0, scored = 0;
-  nlohmann::json out = nlohmann::json::array();
+  nlohmann::json all = nlohmann::json::array();
   for (size_t i = 0; i < predictions.size(); ++i) {
     const v1::Prediction& p = predictions[i];
     const auto& gold = data.examples[i].word_labels();
@@ -61,43 +135,72 @@ absl::Status PrintTokenPredictions(
              {"probabilities", std::vector<float>(t.probabilities().begin(),
                                                   t.probabilities().end())}});
       } else if (t.first_piece()) {
-        std::printf(
-            "%zu\t%d\t%s\t%s\t%s%s\n", i, t.word_index(), t.text().c_str(),
-            t.label_name().c_str(),
-            absl::StrJoin(t.probabilities(), ",").c_str(),
-            data.has_labels ? absl::StrCat("\t", word_gold).c_str() : "");
+        absl::StrAppend(
+            &text, i, "\t", t.word_index(), "\t", t.text(), "\t",
+            t.label_name(), "\t", absl::StrJoin(t.probabilities(), ","),
+            data.has_labels ? absl::StrCat("\t", word_gold) : "", "\n");
       }
     }
     if (json) {
-      out.push_back(
+      all.push_back(
           {{"index", i}, {"truncated", p.truncated()}, {"tokens", tokens}});
     }
   }
-  if (json) std::printf("%s\n", out.dump(2).c_str());
+  if (json) absl::StrAppend(&text, all.dump(2), "\n");
   if (data.has_labels && scored > 0) {
-    std::fprintf(stderr, "word accuracy %d/%d = %.6f\n", correct, scored,
-                 static_cast<double>(correct) / scored);
+    out.stderr_text =
+        absl::StrFormat("word accuracy %d/%d = %.6f\n", correct, scored,
+                        static_cast<double>(correct) / scored);
   }
-  return absl::OkStatus();
+  return out;
+}
+
+// A sequence classifier's predictions, one line (or JSON object) each;
+// with labels, the accuracy on stderr.
+CommandOutput PredictionsOutput(
+    bool json, const LoadedData& data,
+    const std::vector<v1::Prediction>& predictions) {
+  CommandOutput out;
+  std::string& text = out.stdout_text;
+  int correct = 0;
+  nlohmann::json all = nlohmann::json::array();
+  if (!json) {
+    absl::StrAppend(&text, "index\tlabel\tprobabilities",
+                    data.has_labels ? "\tgold" : "", "\n");
+  }
+  for (size_t i = 0; i < predictions.size(); ++i) {
+    const v1::Prediction& p = predictions[i];
+    const int gold = data.examples[i].label();
+    correct += data.has_labels && p.label() == gold ? 1 : 0;
+    if (json) {
+      nlohmann::json j{
+          {"index", i},
+          {"label", p.label()},
+          {"label_name", p.label_name()},
+          {"probabilities", std::vector<float>(p.probabilities().begin(),
+                                               p.probabilities().end())},
+          {"truncated", p.truncated()}};
+      if (data.has_labels) j["gold"] = gold;
+      all.push_back(j);
+    } else {
+      absl::StrAppend(&text, i, "\t", p.label_name(), "\t",
+                      absl::StrJoin(p.probabilities(), ","),
+                      data.has_labels ? absl::StrCat("\t", gold) : "", "\n");
+    }
+  }
+  if (json) absl::StrAppend(&text, all.dump(2), "\n");
+  if (data.has_labels && !predictions.empty()) {
+    out.stderr_text =
+        absl::StrFormat("accuracy %d/%zu = %.6f\n", correct, predictions.size(),
+                        static_cast<double>(correct) / predictions.size());
+  }
+  return out;
 }
 
 }  // namespace
 
 absl::Status RunClassify(const Argv& argv) {
-  std::vector<FlagSpec> flags = ConnectionFlags();
-  for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
-  for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
-  flags.push_back({"json", false, "JSON instead of TSV"});
-  ASSIGN_OR_RETURN(
-      Args args,
-      ParseCommandArgs(
-          "Usage: bertology classify --text-a=TEXT [--text-b=TEXT] [mask]\n"
-          "       bertology classify --data=FILE [column flags] [mask]\n"
-          "Without --data, --text-a/--text-b (or two positionals) are the "
-          "texts;\nwith --data they name the columns. Prints index, label, "
-          "probabilities\n(and the gold label); with labels, the accuracy "
-          "goes to stderr.",
-          flags, argv));
+  ASSIGN_OR_RETURN(Args args, ParseCommandArgs(kUsage, ClassifyFlags(), argv));
   auto mask = ParseHeadMask(args);
   if (!mask.ok()) return CommandError(kExitUsage, mask.status());
   auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
@@ -108,85 +211,15 @@ absl::Status RunClassify(const Argv& argv) {
   // --reference's columns are --data's when there is a dataset.
   RETURN_IF_ERROR(ResolveMaskStatistics(stub.get(), args, args.Has("data"),
                                         mask->mutable_statistics()));
-  const std::vector<std::string> labels(info->model.label_names().begin(),
-                                        info->model.label_names().end());
-  const bool per_token =
-      info->model.head() == v1::MODEL_HEAD_TOKEN_CLASSIFICATION;
-  LoadedData data;
-  if (args.Has("data")) {
-    auto loaded = LoadLabeledData(args, labels, /*require_labels=*/false,
-                                  LabelKindOf(info->model));
-    if (!loaded.ok()) {
-      return CommandError(LoadExitCode(loaded.status()), loaded.status());
-    }
-    data = *std::move(loaded);
-  } else {
-    const auto& pos = args.positional();
-    v1::LabeledExample e;
-    e.mutable_input()->set_text_a(
-        args.Get("text-a", pos.size() > 0 ? pos[0] : ""));
-    e.mutable_input()->set_text_b(
-        args.Get("text-b", pos.size() > 1 ? pos[1] : ""));
-    if (e.input().text_a().empty()) {
-      return CommandError(
-          kExitUsage, absl::InvalidArgumentError("give --text-a or --data"));
-    }
-    data.examples.push_back(e);
-  }
-  const int chunk = std::max(1, info->limits.max_inputs_per_call());
-  std::vector<v1::Prediction> predictions;
-  for (size_t begin = 0; begin < data.examples.size(); begin += chunk) {
-    v1::ClassifyRequest request;
-    request.set_model(args.Get("model"));
-    *request.mutable_head_mask() = *mask;
-    const size_t end = std::min(data.examples.size(), begin + chunk);
-    for (size_t i = begin; i < end; ++i) {
-      *request.add_inputs() = data.examples[i].input();
-    }
-    auto context = NewContext(args);
-    if (!context.ok()) return CommandError(kExitUsage, context.status());
-    v1::ClassifyResponse response;
-    absl::Status s =
-        FromGrpcStatus(stub->Classify(context->get(), request, &response));
-    if (!s.ok()) return CommandError(kExitRpc, s);
-    for (const v1::Prediction& p : response.predictions()) {
-      predictions.push_back(p);
-    }
-  }
-  if (per_token) return PrintTokenPredictions(args, data, predictions);
-  int correct = 0;
-  nlohmann::json out = nlohmann::json::array();
-  if (!args.Has("json")) {
-    std::printf("index\tlabel\tprobabilities%s\n",
-                data.has_labels ? "\tgold" : "");
-  }
-  for (size_t i = 0; i < predictions.size(); ++i) {
-    const v1::Prediction& p = predictions[i];
-    const int gold = data.examples[i].label();
-    correct += data.has_labels && p.label() == gold ? 1 : 0;
-    if (args.Has("json")) {
-      nlohmann::json j{
-          {"index", i},
-          {"label", p.label()},
-          {"label_name", p.label_name()},
-          {"probabilities", std::vector<float>(p.probabilities().begin(),
-                                               p.probabilities().end())},
-          {"truncated", p.truncated()}};
-      if (data.has_labels) j["gold"] = gold;
-      out.push_back(j);
-    } else {
-      std::printf("%zu\t%s\t%s%s\n", i, p.label_name().c_str(),
-                  absl::StrJoin(p.probabilities(), ",").c_str(),
-                  data.has_labels ? absl::StrCat("\t", gold).c_str() : "");
-    }
-  }
-  if (args.Has("json")) std::printf("%s\n", out.dump(2).c_str());
-  if (data.has_labels && !predictions.empty()) {
-    std::fprintf(stderr, "accuracy %d/%zu = %.6f\n", correct,
-                 predictions.size(),
-                 static_cast<double>(correct) / predictions.size());
-  }
-  return absl::OkStatus();
+  ASSIGN_OR_RETURN(const LoadedData data, ReadExamples(args, info->model));
+  ASSIGN_OR_RETURN(
+      const std::vector<v1::Prediction> predictions,
+      ClassifyAll(stub.get(), args, *mask, data.examples,
+                  std::max(1, info->limits.max_inputs_per_call())));
+  const bool json = args.Has("json");
+  return EmitOutput(info->model.head() == v1::MODEL_HEAD_TOKEN_CLASSIFICATION
+                        ? TokenPredictionsOutput(json, data, predictions)
+                        : PredictionsOutput(json, data, predictions));
 }
 
 }  // namespace client

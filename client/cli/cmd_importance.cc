@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,13 +13,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/cli/command_output.h"
 #include "client/cli/commands.h"
 #include "client/cli/connection.h"
 #include "client/cli/exit_codes.h"
 #include "client/cli/labeled_data.h"
 #include "client/cli/mask_flags.h"
 #include "client/cli/reference_statistics.h"
-#include "client/render/file_output.h"
 #include "client/render/head_grid_figures.h"
 #include "client/render/prune_curve_figure.h"
 #include "common/status_macros.h"
@@ -153,14 +152,22 @@ std::string PruneCsv(const std::vector<v1::PruneStep>& steps) {
   return out;
 }
 
-void PrintWritten(const std::vector<std::string>& written) {
-  for (const std::string& path : written) std::printf("%s\n", path.c_str());
-}
+constexpr char kImportanceUsage[] =
+    "Usage: bertology importance --data=FILE [column flags] [mask] "
+    "[--no-layer-norm] [--no-global-norm] [--out-dir=DIR]\n"
+    "Head importance (Michel et al. 2019): the sum over the labelled "
+    "examples of\n|d loss / d mask| per head, normalised per layer "
+    "and to [0, 1] as HF's\nrun_bertology.py does, under the mask.";
 
-}  // namespace
+constexpr char kPruneUsage[] =
+    "Usage: bertology prune --data=FILE [column flags] [--threshold=X] "
+    "[--step=X]\n       [--mode=zero|uniform|mean [--statistics=ID | "
+    "--reference=FILE]] [--out-dir=DIR]\n"
+    "HF run_bertology.py's pruning loop: mask the least important "
+    "heads a step at\na time, recomputing importance, until accuracy "
+    "falls below the threshold.";
 
-absl::Status RunImportance(const Argv& argv) {
-  constexpr char kCommand[] = "importance";
+std::vector<FlagSpec> ImportanceFlags() {
   std::vector<FlagSpec> flags = CommonFlags(
       "write importance.csv, importance.json and importance.svg here");
   // The mask flags without resample's: its draws have no gradient form.
@@ -173,77 +180,10 @@ absl::Status RunImportance(const Argv& argv) {
     }
     flags.push_back(f);
   }
-  ASSIGN_OR_RETURN(
-      Args args,
-      ParseCommandArgs(
-          "Usage: bertology importance --data=FILE [column flags] [mask] "
-          "[--no-layer-norm] [--no-global-norm] [--out-dir=DIR]\n"
-          "Head importance (Michel et al. 2019): the sum over the labelled "
-          "examples of\n|d loss / d mask| per head, normalised per layer "
-          "and to [0, 1] as HF's\nrun_bertology.py does, under the mask.",
-          flags, argv));
-  // The server refuses resample here (its draws have no gradient form);
-  // say so before any work.
-  const absl::StatusOr<v1::AblationMode> mode = ParseMode(args);
-  if (mode.ok() && *mode == v1::ABLATION_MODE_RESAMPLE) {
-    return CommandError(
-        kExitUsage,
-        absl::InvalidArgumentError(
-            "--mode=resample: importance takes a mask in mode zero, "
-            "uniform or mean"));
-  }
-  auto mask = ParseHeadMask(args);
-  if (!mask.ok()) return CommandError(kExitUsage, mask.status());
-  Job job;
-  RETURN_IF_ERROR(PrepareJob(args, &job));
-  RETURN_IF_ERROR(ResolveMaskStatistics(job.stub.get(), args,
-                                        /*column_flags=*/true,
-                                        mask->mutable_statistics()));
-  v1::HeadImportanceRequest request;
-  request.set_model(args.Get("model"));
-  *request.mutable_head_mask() = *mask;
-  ReadOptions(args, request.mutable_options());
-  for (const v1::LabeledExample& e : job.examples) *request.add_examples() = e;
-  auto context = NewContext(args, absl::Hours(1));
-  if (!context.ok()) return CommandError(kExitUsage, context.status());
-  auto reader = job.stub->HeadImportance(context->get(), request);
-  auto result = ReadResultStream<v1::HeadImportanceResponse>(
-      reader.get(), args.Has("quiet"), "scored", "examples");
-  if (!result.ok()) return CommandError(kExitRpc, result.status());
-  if (!args.Has("out-dir")) {
-    std::printf("%s", ImportanceCsv(*result).c_str());
-    return absl::OkStatus();
-  }
-  const std::string dir = args.Get("out-dir");
-  const std::string& model = job.info.model.name();
-  std::vector<std::string> written;
-  absl::Status s = render::WriteOutputFile(dir, "importance.csv",
-                                           ImportanceCsv(*result), &written);
-  if (s.ok()) {
-    s = render::WriteOutputFile(dir, "importance.json",
-                                ImportanceJson(model, *result).dump(2) + "\n",
-                                &written);
-  }
-  if (s.ok()) {
-    render::HeadGrid grid;
-    grid.title = "Head importance (|d loss / d mask|, normalised)";
-    grid.subtitle =
-        absl::StrCat(model, " · ", result->examples(), " examples, accuracy ",
-                     absl::StrFormat("%.4f", result->accuracy()));
-    grid.num_layers = result->num_layers();
-    grid.num_heads = result->num_heads();
-    grid.values.assign(result->importance().begin(),
-                       result->importance().end());
-    s = render::WriteOutputFile(dir, "importance.svg",
-                                render::HeadGridSvg(grid), &written);
-  }
-  if (!s.ok()) return CommandError(kExitData, s);
-  PrintWritten(written);
-  return absl::OkStatus();
+  return flags;
 }
 
-absl::Status RunPrune(const Argv& argv) {
-  constexpr char kCommand[] = "prune";
+std::vector<FlagSpec> PruneFlags() {
   std::vector<FlagSpec> flags = CommonFlags(
       "write prune_curve.csv, prune_curve.json and prune_curve.svg here");
   flags.push_back({"threshold", true,
@@ -259,16 +199,33 @@ absl::Status RunPrune(const Argv& argv) {
   for (FlagSpec& f : ReferenceFlags()) {
     if (f.name == "statistics" || f.name == "reference") flags.push_back(f);
   }
-  ASSIGN_OR_RETURN(
-      Args args,
-      ParseCommandArgs(
-          "Usage: bertology prune --data=FILE [column flags] [--threshold=X] "
-          "[--step=X]\n       [--mode=zero|uniform|mean [--statistics=ID | "
-          "--reference=FILE]] [--out-dir=DIR]\n"
-          "HF run_bertology.py's pruning loop: mask the least important "
-          "heads a step at\na time, recomputing importance, until accuracy "
-          "falls below the threshold.",
-          flags, argv));
+  return flags;
+}
+
+// The request from the flags alone (the examples and a --reference's
+// statistics id come from the server later); kExitUsage errors.
+absl::StatusOr<v1::HeadImportanceRequest> BuildImportanceRequest(
+    const Args& args) {
+  // The server refuses resample here (its draws have no gradient form);
+  // say so before any work.
+  const absl::StatusOr<v1::AblationMode> mode = ParseMode(args);
+  if (mode.ok() && *mode == v1::ABLATION_MODE_RESAMPLE) {
+    return CommandError(
+        kExitUsage,
+        absl::InvalidArgumentError(
+            "--mode=resample: importance takes a mask in mode zero, "
+            "uniform or mean"));
+  }
+  auto mask = ParseHeadMask(args);
+  if (!mask.ok()) return CommandError(kExitUsage, mask.status());
+  v1::HeadImportanceRequest request;
+  request.set_model(args.Get("model"));
+  *request.mutable_head_mask() = *std::move(mask);
+  ReadOptions(args, request.mutable_options());
+  return request;
+}
+
+absl::StatusOr<v1::PruneCurveRequest> BuildPruneRequest(const Args& args) {
   v1::PruneCurveRequest request;
   request.set_model(args.Get("model"));
   for (const auto& [flag, setter] :
@@ -297,78 +254,143 @@ absl::Status RunPrune(const Argv& argv) {
     return CommandError(kExitUsage, s);
   }
   ReadOptions(args, request.mutable_options());
-  Job job;
-  RETURN_IF_ERROR(PrepareJob(args, &job));
-  // --statistics as it is, or --reference computed to an id first.
+  // --statistics as it is, or --reference computed to an id later.
   request.set_statistics(args.Get("statistics"));
-  RETURN_IF_ERROR(ResolveMaskStatistics(job.stub.get(), args,
-                                        /*column_flags=*/true,
-                                        request.mutable_statistics()));
-  for (const v1::LabeledExample& e : job.examples) *request.add_examples() = e;
+  return request;
+}
+
+// PruneCurve's steps, in order, and the step it keeps.
+struct PruneRun {
+  std::vector<v1::PruneStep> steps;
+  v1::PruneStep kept;
+};
+
+absl::StatusOr<PruneRun> CallPrune(const Job& job, const Args& args,
+                                   const v1::PruneCurveRequest& request) {
   auto context = NewContext(args, absl::Hours(6));
   if (!context.ok()) return CommandError(kExitUsage, context.status());
   auto reader = job.stub->PruneCurve(context->get(), request);
   v1::PruneCurveResponse event;
-  std::vector<v1::PruneStep> steps;
-  std::optional<v1::PruneStep> kept;
+  PruneRun run;
+  bool has_kept = false;
   while (reader->Read(&event)) {
     if (event.has_progress()) {
       Progress(args.Has("quiet"), "passes", event.progress());
     } else if (event.has_step()) {
-      steps.push_back(event.step());
+      run.steps.push_back(event.step());
       if (!args.Has("quiet")) {
         std::fprintf(stderr, "step %d: %d heads left, accuracy %.4f\n",
                      event.step().step(), event.step().heads_left(),
                      event.step().accuracy());
       }
     } else if (event.has_kept()) {
-      kept = event.kept();
+      run.kept = event.kept();
+      has_kept = true;
     }
   }
   absl::Status s = FromGrpcStatus(reader->Finish());
   if (!s.ok()) return CommandError(kExitRpc, s);
-  if (steps.empty() || !kept) {
+  if (run.steps.empty() || !has_kept) {
     return CommandError(kExitRpc,
                         absl::InternalError("the server sent no steps"));
   }
+  return run;
+}
+
+// What `importance` writes: the CSV on stdout, or with --out-dir the CSV,
+// JSON and heatmap.
+CommandOutput ImportanceOutput(const Args& args, const std::string& model,
+                               const v1::HeadImportanceResult& result) {
+  CommandOutput out;
   if (!args.Has("out-dir")) {
-    std::printf("%s", PruneCsv(steps).c_str());
-    return absl::OkStatus();
+    out.stdout_text = ImportanceCsv(result);
+    return out;
   }
+  out.dir = args.Get("out-dir");
+  render::HeadGrid grid;
+  grid.title = "Head importance (|d loss / d mask|, normalised)";
+  grid.subtitle =
+      absl::StrCat(model, " · ", result.examples(), " examples, accuracy ",
+                   absl::StrFormat("%.4f", result.accuracy()));
+  grid.num_layers = result.num_layers();
+  grid.num_heads = result.num_heads();
+  grid.values.assign(result.importance().begin(), result.importance().end());
+  out.files = {
+      {"importance.csv", ImportanceCsv(result)},
+      {"importance.json", ImportanceJson(model, result).dump(2) + "\n"},
+      {"importance.svg", render::HeadGridSvg(grid)}};
+  return out;
+}
+
+// What `prune` writes: the CSV on stdout, or with --out-dir the CSV, JSON
+// and curve.
+CommandOutput PruneOutput(const Args& args, const Job& job,
+                          const v1::PruneCurveRequest& request,
+                          const PruneRun& run) {
+  CommandOutput out;
+  if (!args.Has("out-dir")) {
+    out.stdout_text = PruneCsv(run.steps);
+    return out;
+  }
+  out.dir = args.Get("out-dir");
   const double threshold = request.threshold() > 0 ? request.threshold() : 0.9;
   nlohmann::json j{{"model", job.info.model.name()},
                    {"threshold", threshold},
                    {"steps", nlohmann::json::array()},
-                   {"kept", StepJson(*kept)}};
+                   {"kept", StepJson(run.kept)}};
   std::vector<render::PrunePoint> points;
-  for (const v1::PruneStep& step : steps) {
+  for (const v1::PruneStep& step : run.steps) {
     j["steps"].push_back(StepJson(step));
     points.push_back({step.step(), step.heads_left(), step.accuracy()});
   }
-  const std::string dir = args.Get("out-dir");
   const int total = job.info.model.num_layers() * job.info.model.num_heads();
-  std::vector<std::string> written;
-  s = render::WriteOutputFile(dir, "prune_curve.csv", PruneCsv(steps),
-                              &written);
-  if (s.ok()) {
-    s = render::WriteOutputFile(dir, "prune_curve.json", j.dump(2) + "\n",
-                                &written);
-  }
-  if (s.ok()) {
-    const std::string subtitle =
-        absl::StrCat(job.info.model.name(), " · ", job.examples.size(),
-                     " examples · kept step ", kept->step(), " (",
-                     kept->heads_left(), " heads)");
-    s = render::WriteOutputFile(
-        dir, "prune_curve.svg",
-        render::PruneCurveSvg(subtitle, total, points,
-                              threshold * steps.front().accuracy(),
-                              kept->step()),
-        &written);
-  }
-  if (!s.ok()) return CommandError(kExitData, s);
-  PrintWritten(written);
-  return absl::OkStatus();
+  const std::string subtitle =
+      absl::StrCat(job.info.model.name(), " · ", job.examples.size(),
+                   " examples · kept step ", run.kept.step(), " (",
+                   run.kept.heads_left(), " heads)");
+  out.files = {{"prune_curve.csv", PruneCsv(run.steps)},
+               {"prune_curve.json", j.dump(2) + "\n"},
+               {"prune_curve.svg",
+                render::PruneCurveSvg(subtitle, total, points,
+                                      threshold * run.steps.front().accuracy(),
+                                      run.kept.step())}};
+  return out;
+}
+
+}  // namespace
+
+absl::Status RunImportance(const Argv& argv) {
+  ASSIGN_OR_RETURN(Args args,
+                   ParseCommandArgs(kImportanceUsage, ImportanceFlags(), argv));
+  ASSIGN_OR_RETURN(v1::HeadImportanceRequest request,
+                   BuildImportanceRequest(args));
+  Job job;
+  RETURN_IF_ERROR(PrepareJob(args, &job));
+  RETURN_IF_ERROR(
+      ResolveMaskStatistics(job.stub.get(), args, /*column_flags=*/true,
+                            request.mutable_head_mask()->mutable_statistics()));
+  for (const v1::LabeledExample& e : job.examples) *request.add_examples() = e;
+  auto context = NewContext(args, absl::Hours(1));
+  if (!context.ok()) return CommandError(kExitUsage, context.status());
+  auto reader = job.stub->HeadImportance(context->get(), request);
+  auto result = ReadResultStream<v1::HeadImportanceResponse>(
+      reader.get(), args.Has("quiet"), "scored", "examples");
+  if (!result.ok()) return CommandError(kExitRpc, result.status());
+  return EmitOutput(ImportanceOutput(args, job.info.model.name(), *result));
+}
+
+absl::Status RunPrune(const Argv& argv) {
+  ASSIGN_OR_RETURN(Args args,
+                   ParseCommandArgs(kPruneUsage, PruneFlags(), argv));
+  ASSIGN_OR_RETURN(v1::PruneCurveRequest request, BuildPruneRequest(args));
+  Job job;
+  RETURN_IF_ERROR(PrepareJob(args, &job));
+  RETURN_IF_ERROR(ResolveMaskStatistics(job.stub.get(), args,
+                                        /*column_flags=*/true,
+                                        request.mutable_statistics()));
+  for (const v1::LabeledExample& e : job.examples) *request.add_examples() = e;
+  ASSIGN_OR_RETURN(PruneRun run, CallPrune(job, args, request));
+  return EmitOutput(PruneOutput(args, job, request, run));
 }
 
 }  // namespace client
