@@ -262,27 +262,23 @@ absl::Status RunAnalyze(const Argv& argv) {
           flags, with_default));
   auto mask = ParseHeadMask(args);
   if (!mask.ok()) return CommandError(kExitUsage, mask.status());
-  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
-  auto stub = v1::Bertology::NewStub(*channel);
-  auto info = FetchModelInfo(stub.get(), args);
-  if (!info.ok()) return CommandError(kExitRpc, info.status());
-  RETURN_IF_ERROR(ResolveMaskStatistics(stub.get(), args, args.Has("data"),
-                                        mask->mutable_statistics()));
+  ASSIGN_OR_RETURN(ModelConnection server, ConnectToModel(args));
+  RETURN_IF_ERROR(ResolveMaskStatistics(
+      server.stub.get(), args, args.Has("data"), mask->mutable_statistics()));
 
   v1::AnalyzeHeadsRequest request;
   request.set_model(args.Get("model"));
   *request.mutable_head_mask() = *mask;
   request.set_per_map_classes(args.Has("per-map"));
-  const std::vector<std::string> labels(info->model.label_names().begin(),
-                                        info->model.label_names().end());
+  const std::vector<std::string> labels(server.info.model.label_names().begin(),
+                                        server.info.model.label_names().end());
   ASSIGN_OR_RETURN(std::vector<v1::TextInput> inputs,
                    CommandInputs(args, labels));
   for (v1::TextInput& input : inputs) *request.add_inputs() = std::move(input);
   // One call: the statistics are means that the server classifies into
   // patterns, so a dataset over the limit is refused here rather than
   // merged from several calls.
-  const int limit = info->limits.max_examples_per_sweep();
+  const int limit = server.info.limits.max_examples_per_sweep();
   if (limit > 0 && request.inputs_size() > limit) {
     return CommandError(
         kExitUsage, absl::InvalidArgumentError(absl::StrCat(
@@ -290,9 +286,9 @@ absl::Status RunAnalyze(const Argv& argv) {
                         " inputs, over the server's max_examples_per_sweep=",
                         limit, " (use --limit)")));
   }
-  auto context = NewContext(args, absl::Hours(1));
-  if (!context.ok()) return CommandError(kExitUsage, context.status());
-  auto reader = stub->AnalyzeHeads(context->get(), request);
+  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                   CallContext(args, absl::Hours(1)));
+  auto reader = server.stub->AnalyzeHeads(context.get(), request);
   auto read = ReadResultStream<v1::AnalyzeHeadsResponse>(
       reader.get(), args.Has("quiet"), "analyzed", "examples");
   if (!read.ok()) return CommandError(kExitRpc, read.status());
@@ -301,7 +297,8 @@ absl::Status RunAnalyze(const Argv& argv) {
     std::printf("%s", Csv(result).c_str());
     return absl::OkStatus();
   }
-  absl::Status s = WriteOutDir(args.Get("out-dir"), info->model.name(), result);
+  absl::Status s =
+      WriteOutDir(args.Get("out-dir"), server.info.model.name(), result);
   if (!s.ok()) return CommandError(kExitData, s);
   return absl::OkStatus();
 }

@@ -98,19 +98,18 @@ absl::Status RunAttention(const Argv& argv) {
                                            : v1::GRANULARITY_TOKEN);
   request.set_encoding(args.Has("float16") ? v1::ATTENTION_ENCODING_FLOAT16
                                            : v1::ATTENTION_ENCODING_FLOAT32);
-  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
-  auto stub = v1::Bertology::NewStub(*channel);
+  ASSIGN_OR_RETURN(std::unique_ptr<v1::Bertology::Stub> stub,
+                   ConnectStub(args));
   // --text-a is the text here, not a column: the reference file is read
   // with the default columns.
   RETURN_IF_ERROR(
       ResolveMaskStatistics(stub.get(), args,
                             /*column_flags=*/false,
                             request.mutable_head_mask()->mutable_statistics()));
-  auto context = NewContext(args);
-  if (!context.ok()) return CommandError(kExitUsage, context.status());
+  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                   CallContext(args));
   v1::GetAttentionResponse response;
-  s = FromGrpcStatus(stub->GetAttention(context->get(), request, &response));
+  s = FromGrpcStatus(stub->GetAttention(context.get(), request, &response));
   if (!s.ok()) return CommandError(kExitRpc, s);
 
   absl::StatusOr<nlohmann::json> json = AttentionJson(response);

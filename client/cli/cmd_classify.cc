@@ -79,11 +79,11 @@ absl::StatusOr<std::vector<v1::Prediction>> ClassifyAll(
     for (size_t i = begin; i < end; ++i) {
       *request.add_inputs() = examples[i].input();
     }
-    auto context = NewContext(args);
-    if (!context.ok()) return CommandError(kExitUsage, context.status());
+    ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                     CallContext(args));
     v1::ClassifyResponse response;
     absl::Status s =
-        FromGrpcStatus(stub->Classify(context->get(), request, &response));
+        FromGrpcStatus(stub->Classify(context.get(), request, &response));
     if (!s.ok()) return CommandError(kExitRpc, s);
     for (const v1::Prediction& p : response.predictions()) {
       predictions.push_back(p);
@@ -203,21 +203,19 @@ absl::Status RunClassify(const Argv& argv) {
   ASSIGN_OR_RETURN(Args args, ParseCommandArgs(kUsage, ClassifyFlags(), argv));
   auto mask = ParseHeadMask(args);
   if (!mask.ok()) return CommandError(kExitUsage, mask.status());
-  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
-  auto stub = v1::Bertology::NewStub(*channel);
-  auto info = FetchModelInfo(stub.get(), args);
-  if (!info.ok()) return CommandError(kExitRpc, info.status());
+  ASSIGN_OR_RETURN(ModelConnection server, ConnectToModel(args));
   // --reference's columns are --data's when there is a dataset.
-  RETURN_IF_ERROR(ResolveMaskStatistics(stub.get(), args, args.Has("data"),
-                                        mask->mutable_statistics()));
-  ASSIGN_OR_RETURN(const LoadedData data, ReadExamples(args, info->model));
+  RETURN_IF_ERROR(ResolveMaskStatistics(
+      server.stub.get(), args, args.Has("data"), mask->mutable_statistics()));
+  ASSIGN_OR_RETURN(const LoadedData data,
+                   ReadExamples(args, server.info.model));
   ASSIGN_OR_RETURN(
       const std::vector<v1::Prediction> predictions,
-      ClassifyAll(stub.get(), args, *mask, data.examples,
-                  std::max(1, info->limits.max_inputs_per_call())));
+      ClassifyAll(server.stub.get(), args, *mask, data.examples,
+                  std::max(1, server.info.limits.max_inputs_per_call())));
   const bool json = args.Has("json");
-  return EmitOutput(info->model.head() == v1::MODEL_HEAD_TOKEN_CLASSIFICATION
+  return EmitOutput(server.info.model.head() ==
+                            v1::MODEL_HEAD_TOKEN_CLASSIFICATION
                         ? TokenPredictionsOutput(json, data, predictions)
                         : PredictionsOutput(json, data, predictions));
 }

@@ -226,16 +226,15 @@ absl::Status RunCompare(const Argv& argv) {
     absl::Status s = ParseDetail(args.Get("detail"), &request);
     if (!s.ok()) return CommandError(kExitUsage, s);
   }
-  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
-  auto stub = v1::Bertology::NewStub(*channel);
+  ASSIGN_OR_RETURN(std::unique_ptr<v1::Bertology::Stub> stub,
+                   ConnectStub(args));
   // The limits (and that the server answers) before reading the data.
   v1::GetModelInfoResponse info;
   {
-    auto context = NewContext(args);
-    if (!context.ok()) return CommandError(kExitUsage, context.status());
+    ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                     CallContext(args));
     absl::Status s = FromGrpcStatus(
-        stub->GetModelInfo(context->get(), v1::GetModelInfoRequest(), &info));
+        stub->GetModelInfo(context.get(), v1::GetModelInfoRequest(), &info));
     if (!s.ok()) {
       return CommandError(
           kExitRpc,
@@ -258,9 +257,9 @@ absl::Status RunCompare(const Argv& argv) {
                         " inputs, over the server's max_examples_per_sweep=",
                         limit, " (use --limit)")));
   }
-  auto context = NewContext(args, absl::Hours(1));
-  if (!context.ok()) return CommandError(kExitUsage, context.status());
-  auto reader = stub->CompareAttention(context->get(), request);
+  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                   CallContext(args, absl::Hours(1)));
+  auto reader = stub->CompareAttention(context.get(), request);
   auto read = ReadResultStream<v1::CompareAttentionResponse>(
       reader.get(), args.Has("quiet"), "compared", "inputs");
   if (!read.ok()) return CommandError(kExitRpc, read.status());

@@ -24,13 +24,13 @@ absl::Status RunHealth(const Argv& argv) {
   auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
   if (!channel.ok()) return CommandError(kExitUsage, channel.status());
   auto stub = grpc::health::v1::Health::NewStub(*channel);
-  auto context = NewContext(args, absl::Seconds(5));
-  if (!context.ok()) return CommandError(kExitUsage, context.status());
+  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                   CallContext(args, absl::Seconds(5)));
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(args.Get("service"));
   grpc::health::v1::HealthCheckResponse response;
   absl::Status s =
-      FromGrpcStatus(stub->Check(context->get(), request, &response));
+      FromGrpcStatus(stub->Check(context.get(), request, &response));
   if (!s.ok()) return CommandError(kExitRpc, s);
   std::printf("%s\n", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
                           response.status())

@@ -38,12 +38,9 @@ struct Job {
 };
 
 absl::Status PrepareJob(const Args& args, Job* job) {
-  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
-  job->stub = v1::Bertology::NewStub(*channel);
-  auto info = FetchModelInfo(job->stub.get(), args);
-  if (!info.ok()) return CommandError(kExitRpc, info.status());
-  job->info = *std::move(info);
+  ASSIGN_OR_RETURN(ModelConnection server, ConnectToModel(args));
+  job->stub = std::move(server.stub);
+  job->info = std::move(server.info);
   const v1::ModelInfo& model = job->info.model;
   const std::vector<std::string> labels(model.label_names().begin(),
                                         model.label_names().end());
@@ -267,9 +264,9 @@ struct PruneRun {
 
 absl::StatusOr<PruneRun> CallPrune(const Job& job, const Args& args,
                                    const v1::PruneCurveRequest& request) {
-  auto context = NewContext(args, absl::Hours(6));
-  if (!context.ok()) return CommandError(kExitUsage, context.status());
-  auto reader = job.stub->PruneCurve(context->get(), request);
+  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                   CallContext(args, absl::Hours(6)));
+  auto reader = job.stub->PruneCurve(context.get(), request);
   v1::PruneCurveResponse event;
   PruneRun run;
   bool has_kept = false;
@@ -370,9 +367,9 @@ absl::Status RunImportance(const Argv& argv) {
       ResolveMaskStatistics(job.stub.get(), args, /*column_flags=*/true,
                             request.mutable_head_mask()->mutable_statistics()));
   for (const v1::LabeledExample& e : job.examples) *request.add_examples() = e;
-  auto context = NewContext(args, absl::Hours(1));
-  if (!context.ok()) return CommandError(kExitUsage, context.status());
-  auto reader = job.stub->HeadImportance(context->get(), request);
+  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                   CallContext(args, absl::Hours(1)));
+  auto reader = job.stub->HeadImportance(context.get(), request);
   auto result = ReadResultStream<v1::HeadImportanceResponse>(
       reader.get(), args.Has("quiet"), "scored", "examples");
   if (!result.ok()) return CommandError(kExitRpc, result.status());

@@ -17,16 +17,15 @@ absl::Status RunInfo(const Argv& argv) {
                        "Prints the served models and the server limits as "
                        "JSON.",
                        ConnectionFlags(), argv));
-  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
-  auto stub = v1::Bertology::NewStub(*channel);
-  auto context = NewContext(args);
-  if (!context.ok()) return CommandError(kExitUsage, context.status());
+  ASSIGN_OR_RETURN(std::unique_ptr<v1::Bertology::Stub> stub,
+                   ConnectStub(args));
+  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                   CallContext(args));
   v1::GetModelInfoRequest request;
   request.set_model(args.Get("model"));
   v1::GetModelInfoResponse response;
   absl::Status s =
-      FromGrpcStatus(stub->GetModelInfo(context->get(), request, &response));
+      FromGrpcStatus(stub->GetModelInfo(context.get(), request, &response));
   if (!s.ok()) return CommandError(kExitRpc, s);
   nlohmann::json models = nlohmann::json::array();
   for (const v1::ModelInfo& m : response.models()) {

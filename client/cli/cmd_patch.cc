@@ -188,13 +188,12 @@ absl::Status RunPatch(const Argv& argv) {
   if (!request.ok()) return CommandError(kExitUsage, request.status());
   absl::StatusOr<int> top = args.GetInt("top", 20);
   if (!top.ok()) return CommandError(kExitUsage, top.status());
-  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
-  auto stub = v1::Bertology::NewStub(*channel);
+  ASSIGN_OR_RETURN(std::unique_ptr<v1::Bertology::Stub> stub,
+                   ConnectStub(args));
   // A head x position run is thousands of sites: give it time.
-  auto context = NewContext(args, absl::Minutes(30));
-  if (!context.ok()) return CommandError(kExitUsage, context.status());
-  auto reader = stub->Patch(context->get(), *request);
+  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                   CallContext(args, absl::Minutes(30)));
+  auto reader = stub->Patch(context.get(), *request);
   absl::StatusOr<PatchRun> run =
       ReadPatchStream(reader.get(), args.Has("quiet"));
   if (!run.ok()) return CommandError(kExitRpc, run.status());

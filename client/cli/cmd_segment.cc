@@ -272,13 +272,9 @@ absl::Status RunSegment(const Argv& argv) {
     if (!v.ok()) return CommandError(kExitUsage, v.status());
     (request.*setter)(*v);
   }
-  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
-  auto stub = v1::Bertology::NewStub(*channel);
-  auto info = FetchModelInfo(stub.get(), args);
-  if (!info.ok()) return CommandError(kExitRpc, info.status());
-  const std::vector<std::string> labels(info->model.label_names().begin(),
-                                        info->model.label_names().end());
+  ASSIGN_OR_RETURN(ModelConnection server, ConnectToModel(args));
+  const std::vector<std::string> labels(server.info.model.label_names().begin(),
+                                        server.info.model.label_names().end());
   auto data = LoadLabeledData(args, labels, /*require_labels=*/false);
   if (!data.ok()) return CommandError(kExitData, data.status());
   for (const v1::LabeledExample& e : data->examples) {
@@ -288,9 +284,9 @@ absl::Status RunSegment(const Argv& argv) {
     SplitWords(e.input().text_b(), t->mutable_words_b(),
                t->mutable_input()->mutable_text_b());
   }
-  auto context = NewContext(args, absl::Hours(1));
-  if (!context.ok()) return CommandError(kExitUsage, context.status());
-  auto reader = stub->SegmentWords(context->get(), request);
+  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                   CallContext(args, absl::Hours(1)));
+  auto reader = server.stub->SegmentWords(context.get(), request);
   auto result = ReadResultStream<v1::SegmentWordsResponse>(
       reader.get(), args.Has("quiet"), "segmented", "examples");
   if (!result.ok()) return CommandError(kExitRpc, result.status());
@@ -300,7 +296,7 @@ absl::Status RunSegment(const Argv& argv) {
     return absl::OkStatus();
   }
   absl::Status s =
-      WriteOutDir(args.Get("out-dir"), info->model.name(), *result);
+      WriteOutDir(args.Get("out-dir"), server.info.model.name(), *result);
   if (!s.ok()) return CommandError(kExitData, s);
   std::printf("%s", Table(*result).c_str());
   return absl::OkStatus();

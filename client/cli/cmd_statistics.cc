@@ -53,9 +53,8 @@ absl::Status RunStatistics(const Argv& argv) {
         absl::IsInvalidArgument(inputs.status()) ? kExitUsage : kExitData,
         inputs.status());
   }
-  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
-  auto stub = v1::Bertology::NewStub(*channel);
+  ASSIGN_OR_RETURN(std::unique_ptr<v1::Bertology::Stub> stub,
+                   ConnectStub(args));
   auto response = ComputeStatistics(stub.get(), args, *inputs);
   if (!response.ok()) return CommandError(kExitRpc, response.status());
   const v1::ReferenceStatistics& s = response->statistics();

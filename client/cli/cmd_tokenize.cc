@@ -29,18 +29,17 @@ absl::Status RunTokenize(const Argv& argv) {
     return CommandError(kExitUsage,
                         absl::InvalidArgumentError("--text-a is required"));
   }
-  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
-  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
-  auto stub = v1::Bertology::NewStub(*channel);
-  auto context = NewContext(args);
-  if (!context.ok()) return CommandError(kExitUsage, context.status());
+  ASSIGN_OR_RETURN(std::unique_ptr<v1::Bertology::Stub> stub,
+                   ConnectStub(args));
+  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                   CallContext(args));
   v1::TokenizeRequest request;
   request.set_model(args.Get("model"));
   request.set_text_a(a);
   request.set_text_b(b);
   v1::TokenizeResponse response;
   absl::Status s =
-      FromGrpcStatus(stub->Tokenize(context->get(), request, &response));
+      FromGrpcStatus(stub->Tokenize(context.get(), request, &response));
   if (!s.ok()) return CommandError(kExitRpc, s);
   if (args.Has("json")) {
     nlohmann::json tokens = nlohmann::json::array();

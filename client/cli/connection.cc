@@ -4,7 +4,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "client/cli/exit_codes.h"
 #include "client/transport/targets.h"
+#include "common/status_macros.h"
 
 namespace bertology {
 namespace client {
@@ -106,6 +108,29 @@ absl::StatusOr<ModelAndLimits> FetchModelInfo(v1::Bertology::Stub* stub,
   }
   return absl::NotFoundError(
       absl::StrCat("the server has no model '", args.Get("model"), "'"));
+}
+
+absl::StatusOr<std::unique_ptr<v1::Bertology::Stub>> ConnectStub(
+    const Args& args) {
+  auto channel = MakeChannel(args, args.Get("target", kDefaultTarget));
+  if (!channel.ok()) return CommandError(kExitUsage, channel.status());
+  return v1::Bertology::NewStub(*channel);
+}
+
+absl::StatusOr<std::unique_ptr<grpc::ClientContext>> CallContext(
+    const Args& args, absl::Duration def) {
+  auto context = NewContext(args, def);
+  if (!context.ok()) return CommandError(kExitUsage, context.status());
+  return context;
+}
+
+absl::StatusOr<ModelConnection> ConnectToModel(const Args& args) {
+  ModelConnection out;
+  ASSIGN_OR_RETURN(out.stub, ConnectStub(args));
+  auto info = FetchModelInfo(out.stub.get(), args);
+  if (!info.ok()) return CommandError(kExitRpc, info.status());
+  out.info = *std::move(info);
+  return out;
 }
 
 }  // namespace client

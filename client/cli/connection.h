@@ -44,6 +44,15 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
 absl::StatusOr<std::unique_ptr<grpc::ClientContext>> NewContext(
     const Args& args, absl::Duration def = absl::Seconds(60));
 
+// MakeChannel on --target and a Bertology stub on it; a bad target or
+// security flag comes back as kExitUsage (exit_codes.h).
+absl::StatusOr<std::unique_ptr<v1::Bertology::Stub>> ConnectStub(
+    const Args& args);
+
+// NewContext, with a bad --timeout or --token-file as kExitUsage.
+absl::StatusOr<std::unique_ptr<grpc::ClientContext>> CallContext(
+    const Args& args, absl::Duration def = absl::Seconds(60));
+
 // Reads a server stream of `progress` (SweepProgress) and `result` events
 // (AnalyzeHeads, HeadImportance, CompareAttention, SegmentWords) to its
 // end: each progress event as "<verb> done/total <unit>" on stderr unless
@@ -79,6 +88,14 @@ struct ModelAndLimits {
 };
 absl::StatusOr<ModelAndLimits> FetchModelInfo(v1::Bertology::Stub* stub,
                                               const Args& args);
+
+// A stub on --target (ConnectStub) and FetchModelInfo's answer through it,
+// the call's errors as kExitRpc.
+struct ModelConnection {
+  std::unique_ptr<v1::Bertology::Stub> stub;
+  ModelAndLimits info;
+};
+absl::StatusOr<ModelConnection> ConnectToModel(const Args& args);
 
 }  // namespace client
 }  // namespace bertology
