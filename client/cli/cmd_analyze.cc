@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/cli/command_output.h"
 #include "client/cli/commands.h"
 #include "client/cli/connection.h"
 #include "client/cli/exit_codes.h"
@@ -189,20 +190,22 @@ nlohmann::json Json(const std::string& model, const v1::AnalyzeHeadsResult& r) {
   return j;
 }
 
-absl::Status WriteOutDir(const std::string& dir, const std::string& model,
-                         const v1::AnalyzeHeadsResult& r) {
-  std::vector<std::string> written;
-  absl::Status s =
-      render::WriteOutputFile(dir, "head_stats.csv", Csv(r), &written);
-  if (s.ok()) {
-    s = render::WriteOutputFile(dir, "head_stats.json",
-                                Json(model, r).dump(2) + "\n", &written);
+// What `analyze` writes: the CSV on stdout, or with --out-dir the CSV, JSON,
+// one heatmap per statistic and the pattern grid.
+CommandOutput AnalyzeOutput(const Args& args, const std::string& model,
+                            const v1::AnalyzeHeadsResult& r) {
+  CommandOutput out;
+  if (!args.Has("out-dir")) {
+    out.stdout_text = Csv(r);
+    return out;
   }
+  out.dir = args.Get("out-dir");
+  out.files = {{"head_stats.csv", Csv(r)},
+               {"head_stats.json", Json(model, r).dump(2) + "\n"}};
   const std::string subtitle =
       absl::StrCat(model.empty() ? "" : model + " · ", r.examples(),
                    " examples (", r.pair_examples(), " pairs)");
   for (const Statistic& stat : Statistics()) {
-    if (!s.ok()) break;
     render::HeadGrid grid;
     grid.title = stat.title;
     grid.subtitle = subtitle;
@@ -211,26 +214,34 @@ absl::Status WriteOutDir(const std::string& dir, const std::string& model,
     for (float v : (r.stats().*stat.get)()) grid.values.push_back(v);
     grid.scale_max = stat.scale_max;
     grid.decimals = stat.decimals;
-    s = render::WriteOutputFile(dir, absl::StrCat(stat.name, ".svg"),
-                                render::HeadGridSvg(grid), &written);
+    out.files.push_back(
+        {absl::StrCat(stat.name, ".svg"), render::HeadGridSvg(grid)});
   }
-  if (s.ok()) {
-    std::vector<std::string> names;
-    for (int p : r.stats().pattern()) {
-      names.push_back(PatternName(static_cast<v1::AttentionPattern>(p)));
-    }
-    s = render::WriteOutputFile(
-        dir, "patterns.svg",
-        render::PatternGridSvg(subtitle, r.num_layers(), r.num_heads(), names),
-        &written);
+  std::vector<std::string> names;
+  for (int p : r.stats().pattern()) {
+    names.push_back(PatternName(static_cast<v1::AttentionPattern>(p)));
   }
-  for (const std::string& path : written) std::printf("%s\n", path.c_str());
-  return s;
+  out.files.push_back(
+      {"patterns.svg",
+       render::PatternGridSvg(subtitle, r.num_layers(), r.num_heads(), names)});
+  return out;
 }
 
-}  // namespace
+constexpr char kUsage[] =
+    "Usage: bertology analyze --data=FILE [column flags] [mask] "
+    "[--out-dir=DIR]\n"
+    "       bertology analyze --text-a=TEXT [--text-b=TEXT] [mask] "
+    "[--out-dir=DIR]\n"
+    "Per-head attention statistics (Clark et al. 2019: to [CLS], "
+    "[SEP],\npunctuation, self, previous, next; entropy; distance; "
+    "cross-segment\nterm matching) and pattern classes (Kovaleva et al. "
+    "2019) over the\ninputs, under the mask. Labels are not read "
+    "(--label "
+    "defaults to none).\nWithout --out-dir, prints the CSV. --per-map "
+    "classifies every example's map\nof each head as well and adds "
+    "the share of its maps in each class.";
 
-absl::Status RunAnalyze(const Argv& argv) {
+std::vector<FlagSpec> AnalyzeFlags() {
   std::vector<FlagSpec> flags = ConnectionFlags();
   for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
   for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
@@ -242,30 +253,20 @@ absl::Status RunAnalyze(const Argv& argv) {
                    "also classify each example's map of each head and report "
                    "the share of each head's maps per class"});
   flags.push_back({"quiet", false, "no progress on stderr"});
+  return flags;
+}
+
+}  // namespace
+
+absl::Status RunAnalyze(const Argv& argv) {
   // Statistics need no labels: --label defaults to none here.
-  const Argv with_default = WithNoLabelByDefault(argv);
-  ASSIGN_OR_RETURN(
-      Args args,
-      ParseCommandArgs(
-          "Usage: bertology analyze --data=FILE [column flags] [mask] "
-          "[--out-dir=DIR]\n"
-          "       bertology analyze --text-a=TEXT [--text-b=TEXT] [mask] "
-          "[--out-dir=DIR]\n"
-          "Per-head attention statistics (Clark et al. 2019: to [CLS], "
-          "[SEP],\npunctuation, self, previous, next; entropy; distance; "
-          "cross-segment\nterm matching) and pattern classes (Kovaleva et al. "
-          "2019) over the\ninputs, under the mask. Labels are not read "
-          "(--label "
-          "defaults to none).\nWithout --out-dir, prints the CSV. --per-map "
-          "classifies every example's map\nof each head as well and adds "
-          "the share of its maps in each class.",
-          flags, with_default));
+  ASSIGN_OR_RETURN(Args args, ParseCommandArgs(kUsage, AnalyzeFlags(),
+                                               WithNoLabelByDefault(argv)));
   auto mask = ParseHeadMask(args);
   if (!mask.ok()) return CommandError(kExitUsage, mask.status());
   ASSIGN_OR_RETURN(ModelConnection server, ConnectToModel(args));
   RETURN_IF_ERROR(ResolveMaskStatistics(
       server.stub.get(), args, args.Has("data"), mask->mutable_statistics()));
-
   v1::AnalyzeHeadsRequest request;
   request.set_model(args.Get("model"));
   *request.mutable_head_mask() = *mask;
@@ -276,31 +277,15 @@ absl::Status RunAnalyze(const Argv& argv) {
                    CommandInputs(args, labels));
   for (v1::TextInput& input : inputs) *request.add_inputs() = std::move(input);
   // One call: the statistics are means that the server classifies into
-  // patterns, so a dataset over the limit is refused here rather than
-  // merged from several calls.
-  const int limit = server.info.limits.max_examples_per_sweep();
-  if (limit > 0 && request.inputs_size() > limit) {
-    return CommandError(
-        kExitUsage, absl::InvalidArgumentError(absl::StrCat(
-                        "the data has ", request.inputs_size(),
-                        " inputs, over the server's max_examples_per_sweep=",
-                        limit, " (use --limit)")));
-  }
+  // patterns.
+  RETURN_IF_ERROR(CheckOneCallLimit(request.inputs_size(), server.info.limits));
   ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
                    CallContext(args, absl::Hours(1)));
   auto reader = server.stub->AnalyzeHeads(context.get(), request);
   auto read = ReadResultStream<v1::AnalyzeHeadsResponse>(
       reader.get(), args.Has("quiet"), "analyzed", "examples");
   if (!read.ok()) return CommandError(kExitRpc, read.status());
-  const v1::AnalyzeHeadsResult& result = *read;
-  if (!args.Has("out-dir")) {
-    std::printf("%s", Csv(result).c_str());
-    return absl::OkStatus();
-  }
-  absl::Status s =
-      WriteOutDir(args.Get("out-dir"), server.info.model.name(), result);
-  if (!s.ok()) return CommandError(kExitData, s);
-  return absl::OkStatus();
+  return EmitOutput(AnalyzeOutput(args, server.info.model.name(), *read));
 }
 
 }  // namespace client

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "client/cli/command_output.h"
 #include "client/cli/commands.h"
 #include "client/cli/connection.h"
 #include "client/cli/exit_codes.h"
@@ -105,32 +106,32 @@ nlohmann::json Json(const v1::CompareAttentionResult& r) {
   return j;
 }
 
-absl::Status WriteOutDir(const std::string& dir,
-                         const v1::CompareAttentionResult& r) {
-  std::vector<std::string> written;
-  absl::Status s =
-      render::WriteOutputFile(dir, "similarity.csv", Csv(r), &written);
-  if (s.ok()) {
-    s = render::WriteOutputFile(dir, "similarity.json", Json(r).dump(2) + "\n",
-                                &written);
+// What `compare` writes: the CSV on stdout, or with --out-dir the CSV, JSON,
+// the similarity grid and (with --detail) the difference map.
+CommandOutput CompareOutput(const Args& args,
+                            const v1::CompareAttentionResult& r) {
+  CommandOutput out;
+  if (!args.Has("out-dir")) {
+    out.stdout_text = Csv(r);
+    return out;
   }
+  out.dir = args.Get("out-dir");
   const std::string models =
       absl::StrCat(r.model_a(), " vs ", r.model_b(), " · ");
-  if (s.ok()) {
-    render::HeadGrid grid;
-    grid.title = "Cosine similarity of the attention maps";
-    grid.subtitle = absl::StrCat(models, r.examples(), " inputs");
-    grid.num_layers = r.num_layers();
-    grid.num_heads = r.num_heads();
-    grid.values.assign(r.cosine_similarity().begin(),
-                       r.cosine_similarity().end());
-    // Attention maps are non-negative, so the cosine lies in [0, 1].
-    grid.scale_max = 1;
-    grid.decimals = 2;
-    s = render::WriteOutputFile(dir, "similarity.svg",
-                                render::HeadGridSvg(grid), &written);
-  }
-  if (s.ok() && r.has_detail()) {
+  render::HeadGrid grid;
+  grid.title = "Cosine similarity of the attention maps";
+  grid.subtitle = absl::StrCat(models, r.examples(), " inputs");
+  grid.num_layers = r.num_layers();
+  grid.num_heads = r.num_heads();
+  grid.values.assign(r.cosine_similarity().begin(),
+                     r.cosine_similarity().end());
+  // Attention maps are non-negative, so the cosine lies in [0, 1].
+  grid.scale_max = 1;
+  grid.decimals = 2;
+  out.files = {{"similarity.csv", Csv(r)},
+               {"similarity.json", Json(r).dump(2) + "\n"},
+               {"similarity.svg", render::HeadGridSvg(grid)}};
+  if (r.has_detail()) {
     const v1::AttentionDifference& d = r.detail();
     render::DifferenceMap map;
     map.title = absl::StrFormat("L%d H%d: %s minus %s", d.layer(), d.head(),
@@ -139,11 +140,9 @@ absl::Status WriteOutDir(const std::string& dir,
                                 " · red: more attention in ", r.model_b());
     for (const v1::Token& t : d.tokens()) map.tokens.push_back(t.text());
     for (float v : DecodeFloat32(d.difference())) map.values.push_back(v);
-    s = render::WriteOutputFile(dir, "difference.svg",
-                                render::DifferenceMapSvg(map), &written);
+    out.files.push_back({"difference.svg", render::DifferenceMapSvg(map)});
   }
-  for (const std::string& path : written) std::printf("%s\n", path.c_str());
-  return s;
+  return out;
 }
 
 // "EXAMPLE:LAYER:HEAD", three non-negative integers (ranges are the
@@ -166,9 +165,18 @@ absl::Status ParseDetail(const std::string& spec,
   return absl::OkStatus();
 }
 
-}  // namespace
+constexpr char kUsage[] =
+    "Usage: bertology compare --model-a=A --model-b=B --data=FILE "
+    "[column flags] [mask]\n"
+    "           [--detail=EXAMPLE:LAYER:HEAD] [--out-dir=DIR]\n"
+    "       bertology compare --model-a=A --model-b=B --text-a=TEXT "
+    "[--text-b=TEXT] ...\n"
+    "Per head, the mean over the inputs of the cosine similarity of "
+    "the two\nmodels' attention maps (Kovaleva et al. 2019, Figure 3), "
+    "under the mask\n(applied to both). The models must share layers x "
+    "heads and tokenization.\nWithout --out-dir, prints the CSV.";
 
-absl::Status RunCompare(const Argv& argv) {
+std::vector<FlagSpec> CompareFlags() {
   std::vector<FlagSpec> flags;
   // --model names one model; this command takes two.
   for (FlagSpec& f : ConnectionFlags()) {
@@ -193,21 +201,13 @@ absl::Status RunCompare(const Argv& argv) {
                    "and, with --detail, difference.svg here",
                    "DIR"});
   flags.push_back({"quiet", false, "no progress on stderr"});
-  // No labels are read: --label defaults to none (as in analyze).
-  const Argv with_default = WithNoLabelByDefault(argv);
-  ASSIGN_OR_RETURN(
-      Args args,
-      ParseCommandArgs(
-          "Usage: bertology compare --model-a=A --model-b=B --data=FILE "
-          "[column flags] [mask]\n"
-          "           [--detail=EXAMPLE:LAYER:HEAD] [--out-dir=DIR]\n"
-          "       bertology compare --model-a=A --model-b=B --text-a=TEXT "
-          "[--text-b=TEXT] ...\n"
-          "Per head, the mean over the inputs of the cosine similarity of "
-          "the two\nmodels' attention maps (Kovaleva et al. 2019, Figure 3), "
-          "under the mask\n(applied to both). The models must share layers x "
-          "heads and tokenization.\nWithout --out-dir, prints the CSV.",
-          flags, with_default));
+  return flags;
+}
+
+// The request from the flags alone (the inputs come from the data later);
+// kExitUsage errors.
+absl::StatusOr<v1::CompareAttentionRequest> BuildCompareRequest(
+    const Args& args) {
   auto mask = ParseHeadMask(args);
   if (!mask.ok()) return CommandError(kExitUsage, mask.status());
   // Statistics belong to one model and this command runs two: an id
@@ -226,6 +226,31 @@ absl::Status RunCompare(const Argv& argv) {
     absl::Status s = ParseDetail(args.Get("detail"), &request);
     if (!s.ok()) return CommandError(kExitUsage, s);
   }
+  return request;
+}
+
+// The inputs (--data or one text), within the server's
+// max_examples_per_sweep: the similarities are means over all inputs, so a
+// dataset over the limit is refused rather than merged from several calls.
+absl::Status AddInputs(const Args& args, const v1::ServerLimits& limits,
+                       v1::CompareAttentionRequest* request) {
+  ASSIGN_OR_RETURN(std::vector<v1::TextInput> inputs, CommandInputs(args, {}));
+  for (v1::TextInput& input : inputs) *request->add_inputs() = std::move(input);
+  if (request->inputs().empty()) {
+    return CommandError(kExitUsage,
+                        absl::InvalidArgumentError("the data has no inputs"));
+  }
+  return CheckOneCallLimit(request->inputs_size(), limits);
+}
+
+}  // namespace
+
+absl::Status RunCompare(const Argv& argv) {
+  // No labels are read: --label defaults to none (as in analyze).
+  ASSIGN_OR_RETURN(Args args, ParseCommandArgs(kUsage, CompareFlags(),
+                                               WithNoLabelByDefault(argv)));
+  ASSIGN_OR_RETURN(v1::CompareAttentionRequest request,
+                   BuildCompareRequest(args));
   ASSIGN_OR_RETURN(std::unique_ptr<v1::Bertology::Stub> stub,
                    ConnectStub(args));
   // The limits (and that the server answers) before reading the data.
@@ -241,36 +266,14 @@ absl::Status RunCompare(const Argv& argv) {
           absl::Status(s.code(), absl::StrCat("GetModelInfo: ", s.message())));
     }
   }
-  ASSIGN_OR_RETURN(std::vector<v1::TextInput> inputs, CommandInputs(args, {}));
-  for (v1::TextInput& input : inputs) *request.add_inputs() = std::move(input);
-  if (request.inputs().empty()) {
-    return CommandError(kExitUsage,
-                        absl::InvalidArgumentError("the data has no inputs"));
-  }
-  // One call: the similarities are means over all inputs, so a dataset over
-  // the limit is refused here rather than merged from several calls.
-  const int limit = info.limits().max_examples_per_sweep();
-  if (limit > 0 && request.inputs_size() > limit) {
-    return CommandError(
-        kExitUsage, absl::InvalidArgumentError(absl::StrCat(
-                        "the data has ", request.inputs_size(),
-                        " inputs, over the server's max_examples_per_sweep=",
-                        limit, " (use --limit)")));
-  }
+  RETURN_IF_ERROR(AddInputs(args, info.limits(), &request));
   ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
                    CallContext(args, absl::Hours(1)));
   auto reader = stub->CompareAttention(context.get(), request);
   auto read = ReadResultStream<v1::CompareAttentionResponse>(
       reader.get(), args.Has("quiet"), "compared", "inputs");
   if (!read.ok()) return CommandError(kExitRpc, read.status());
-  const v1::CompareAttentionResult& result = *read;
-  if (!args.Has("out-dir")) {
-    std::printf("%s", Csv(result).c_str());
-    return absl::OkStatus();
-  }
-  absl::Status s = WriteOutDir(args.Get("out-dir"), result);
-  if (!s.ok()) return CommandError(kExitData, s);
-  return absl::OkStatus();
+  return EmitOutput(CompareOutput(args, *read));
 }
 
 }  // namespace client

@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/cli/command_output.h"
 #include "client/cli/commands.h"
 #include "client/cli/connection.h"
 #include "client/cli/exit_codes.h"
@@ -185,32 +186,34 @@ const char* PredictionName(int p) {
   }
 }
 
-absl::Status WriteOutDir(const std::string& dir, const std::string& model,
-                         const v1::SegmentWordsResult& r) {
-  std::vector<std::string> written;
-  absl::Status s =
-      render::WriteOutputFile(dir, "segment_heads.csv", Csv(r), &written);
-  if (s.ok()) {
-    s = render::WriteOutputFile(dir, "segment_heads.json",
-                                Json(model, r).dump(2) + "\n", &written);
+// What `segment` writes: without --out-dir the CSV on stdout and the table
+// on stderr (unless --quiet); with it the CSV, JSON, F1 grid and the
+// example's segmentation, then the table on stdout.
+CommandOutput SegmentOutput(const Args& args, const std::string& model,
+                            const v1::SegmentWordsResult& r) {
+  CommandOutput out;
+  if (!args.Has("out-dir")) {
+    out.stdout_text = Csv(r);
+    if (!args.Has("quiet")) out.stderr_text = Table(r);
+    return out;
   }
-  const std::string subtitle = absl::StrFormat(
+  out.dir = args.Get("out-dir");
+  out.stdout_after = Table(r);
+  render::HeadGrid grid;
+  grid.title = "Word-end F1 of each head read as a segmenter";
+  grid.subtitle = absl::StrFormat(
       "%s · %d examples, %d characters · any head right: %.3f (top %d by "
       "MCC: %.3f; always-next or always-[SEP]: %.3f)",
       model, r.examples(), r.characters(), r.oracle_all_heads(),
       r.best_heads_size(), r.oracle_top_heads(), r.oracle_baselines());
-  if (s.ok()) {
-    render::HeadGrid grid;
-    grid.title = "Word-end F1 of each head read as a segmenter";
-    grid.subtitle = subtitle;
-    grid.num_layers = r.num_layers();
-    grid.num_heads = r.num_heads();
-    grid.values.assign(r.scores().f1().begin(), r.scores().f1().end());
-    grid.scale_max = 1;
-    s = render::WriteOutputFile(dir, "segment_f1.svg",
-                                render::HeadGridSvg(grid), &written);
-  }
-  if (s.ok() && r.has_view()) {
+  grid.num_layers = r.num_layers();
+  grid.num_heads = r.num_heads();
+  grid.values.assign(r.scores().f1().begin(), r.scores().f1().end());
+  grid.scale_max = 1;
+  out.files = {{"segment_heads.csv", Csv(r)},
+               {"segment_heads.json", Json(model, r).dump(2) + "\n"},
+               {"segment_f1.svg", render::HeadGridSvg(grid)}};
+  if (r.has_view()) {
     const v1::SegmentationView& v = r.view();
     render::SegmentationFigure figure;
     figure.title =
@@ -221,16 +224,24 @@ absl::Status WriteOutDir(const std::string& dir, const std::string& model,
     figure.segment.assign(v.segment().begin(), v.segment().end());
     figure.gold_end.assign(v.gold_end().begin(), v.gold_end().end());
     for (int p : v.predicted()) figure.predicted.push_back(PredictionName(p));
-    s = render::WriteOutputFile(dir, "segmentation.svg",
-                                render::SegmentationSvg(figure), &written);
+    out.files.push_back({"segmentation.svg", render::SegmentationSvg(figure)});
   }
-  for (const std::string& path : written) std::printf("%s\n", path.c_str());
-  return s;
+  return out;
 }
 
-}  // namespace
+constexpr char kUsage[] =
+    "Usage: bertology segment --data=FILE [--text-a=COL] [--text-b=COL] "
+    "[mask] [--top=K]\n       [--view=INDEX] [--out-dir=DIR]\n"
+    "Reads each head as a word segmenter (a character whose strongest "
+    "attention\nis a [SEP] ends a word; one attending to the next "
+    "character is inside one)\nand scores it against the gold words: "
+    "the text columns hold the words\nseparated by spaces, e.g. "
+    "models/querytitle-zh-tiny/data/test_words.tsv.\nPrints the best "
+    "heads by MCC (Matthews correlation of word ends) beside two\n"
+    "trivial heads scored alike (always-next, always-[SEP]); without "
+    "--out-dir\nthe CSV goes to stdout and that table to stderr.";
 
-absl::Status RunSegment(const Argv& argv) {
+std::vector<FlagSpec> SegmentFlags() {
   std::vector<FlagSpec> flags = ConnectionFlags();
   for (FlagSpec& f : DatasetFlags()) flags.push_back(f);
   for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
@@ -244,20 +255,12 @@ absl::Status RunSegment(const Argv& argv) {
   flags.push_back(
       {"quiet", false,
        "no progress on stderr (nor, without --out-dir, the table)"});
-  ASSIGN_OR_RETURN(
-      Args args,
-      ParseCommandArgs(
-          "Usage: bertology segment --data=FILE [--text-a=COL] [--text-b=COL] "
-          "[mask] [--top=K]\n       [--view=INDEX] [--out-dir=DIR]\n"
-          "Reads each head as a word segmenter (a character whose strongest "
-          "attention\nis a [SEP] ends a word; one attending to the next "
-          "character is inside one)\nand scores it against the gold words: "
-          "the text columns hold the words\nseparated by spaces, e.g. "
-          "models/querytitle-zh-tiny/data/test_words.tsv.\nPrints the best "
-          "heads by MCC (Matthews correlation of word ends) beside two\n"
-          "trivial heads scored alike (always-next, always-[SEP]); without "
-          "--out-dir\nthe CSV goes to stdout and that table to stderr.",
-          flags, WithNoLabelByDefault(argv)));
+  return flags;
+}
+
+// The request from the flags alone (the examples come from the data
+// later); kExitUsage errors.
+absl::StatusOr<v1::SegmentWordsRequest> BuildSegmentRequest(const Args& args) {
   auto mask = ParseHeadMask(args);
   if (!mask.ok()) return CommandError(kExitUsage, mask.status());
   v1::SegmentWordsRequest request;
@@ -272,34 +275,42 @@ absl::Status RunSegment(const Argv& argv) {
     if (!v.ok()) return CommandError(kExitUsage, v.status());
     (request.*setter)(*v);
   }
-  ASSIGN_OR_RETURN(ModelConnection server, ConnectToModel(args));
-  const std::vector<std::string> labels(server.info.model.label_names().begin(),
-                                        server.info.model.label_names().end());
+  return request;
+}
+
+// --data's texts as words: each text column holds its words separated by
+// spaces.
+absl::Status AddExamples(const Args& args, const v1::ModelInfo& model,
+                         v1::SegmentWordsRequest* request) {
+  const std::vector<std::string> labels(model.label_names().begin(),
+                                        model.label_names().end());
   auto data = LoadLabeledData(args, labels, /*require_labels=*/false);
   if (!data.ok()) return CommandError(kExitData, data.status());
   for (const v1::LabeledExample& e : data->examples) {
-    v1::SegmentedText* t = request.add_examples();
+    v1::SegmentedText* t = request->add_examples();
     SplitWords(e.input().text_a(), t->mutable_words_a(),
                t->mutable_input()->mutable_text_a());
     SplitWords(e.input().text_b(), t->mutable_words_b(),
                t->mutable_input()->mutable_text_b());
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunSegment(const Argv& argv) {
+  ASSIGN_OR_RETURN(Args args, ParseCommandArgs(kUsage, SegmentFlags(),
+                                               WithNoLabelByDefault(argv)));
+  ASSIGN_OR_RETURN(v1::SegmentWordsRequest request, BuildSegmentRequest(args));
+  ASSIGN_OR_RETURN(ModelConnection server, ConnectToModel(args));
+  RETURN_IF_ERROR(AddExamples(args, server.info.model, &request));
   ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
                    CallContext(args, absl::Hours(1)));
   auto reader = server.stub->SegmentWords(context.get(), request);
   auto result = ReadResultStream<v1::SegmentWordsResponse>(
       reader.get(), args.Has("quiet"), "segmented", "examples");
   if (!result.ok()) return CommandError(kExitRpc, result.status());
-  if (!args.Has("out-dir")) {
-    std::printf("%s", Csv(*result).c_str());
-    if (!args.Has("quiet")) std::fprintf(stderr, "%s", Table(*result).c_str());
-    return absl::OkStatus();
-  }
-  absl::Status s =
-      WriteOutDir(args.Get("out-dir"), server.info.model.name(), *result);
-  if (!s.ok()) return CommandError(kExitData, s);
-  std::printf("%s", Table(*result).c_str());
-  return absl::OkStatus();
+  return EmitOutput(SegmentOutput(args, server.info.model.name(), *result));
 }
 
 }  // namespace client

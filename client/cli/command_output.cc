@@ -27,6 +27,7 @@ absl::Status EmitOutput(const CommandOutput& output) {
   } else {
     for (const std::string& path : written) absl::StrAppend(&text, path, "\n");
   }
+  absl::StrAppend(&text, output.stdout_after);
   std::fputs(text.c_str(), stdout);
   // stdout is not flushed first: as when each line was printed, a file
   // or pipe holding both gets stderr's line when it is written and

@@ -26,6 +26,8 @@ struct CommandOutput {
   std::string dir;
   std::vector<OutputFile> files;
   std::string written_header;
+  // Printed to stdout after the list of files (e.g. a summary table).
+  std::string stdout_after;
   // Printed to stderr last (e.g. a dataset's accuracy).
   std::string stderr_text;
 };

@@ -133,5 +133,15 @@ absl::StatusOr<ModelConnection> ConnectToModel(const Args& args) {
   return out;
 }
 
+absl::Status CheckOneCallLimit(int inputs, const v1::ServerLimits& limits) {
+  const int limit = limits.max_examples_per_sweep();
+  if (limit <= 0 || inputs <= limit) return absl::OkStatus();
+  return CommandError(kExitUsage,
+                      absl::InvalidArgumentError(absl::StrCat(
+                          "the data has ", inputs,
+                          " inputs, over the server's max_examples_per_sweep=",
+                          limit, " (use --limit)")));
+}
+
 }  // namespace client
 }  // namespace bertology

@@ -97,6 +97,11 @@ struct ModelConnection {
 };
 absl::StatusOr<ModelConnection> ConnectToModel(const Args& args);
 
+// For commands that send a whole dataset in one call (their results are
+// means over it, so it cannot be merged from several): kExitUsage when
+// `inputs` exceeds the server's max_examples_per_sweep.
+absl::Status CheckOneCallLimit(int inputs, const v1::ServerLimits& limits);
+
 }  // namespace client
 }  // namespace bertology
 
