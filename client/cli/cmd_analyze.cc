@@ -30,8 +30,6 @@ namespace bertology {
 namespace client {
 namespace {
 
-constexpr char kCommand[] = "analyze";
-
 struct Statistic {
   const char* name;   // CSV column, JSON key, file stem
   const char* title;  // the heatmap's title

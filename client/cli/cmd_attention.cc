@@ -35,21 +35,15 @@ absl::Status AddInts(const std::string& text, const char* flag,
   return absl::OkStatus();
 }
 
-// attention.json, attention.html and attention_L{l}_H{h}.svg in `dir`; the
-// paths written go to stdout so a script can pick them up.
-absl::Status WriteOutDir(const render::AttentionData& data,
-                         const std::string& json, const std::string& dir) {
-  std::vector<std::string> written;
-  absl::Status s =
-      render::WriteOutputFile(dir, "attention.json", json, &written);
-  if (s.ok()) s = render::WriteAttentionFiles(data, dir, &written);
-  for (const std::string& path : written) std::printf("%s\n", path.c_str());
-  return s;
-}
+constexpr char kUsage[] =
+    "Usage: bertology attention --text-a=TEXT [--text-b=TEXT] "
+    "[--layer=..] [--head=..] [--out=FILE] [--out-dir=DIR]\n"
+    "Writes {tokens, units, size, maps: [{layer, head, "
+    "attention[from][to]}], prediction} as JSON;\n"
+    "--out-dir also draws them: a self-contained HTML head view (open "
+    "it in a\nbrowser) and an SVG heatmap per selected head.";
 
-}  // namespace
-
-absl::Status RunAttention(const Argv& argv) {
+std::vector<FlagSpec> AttentionFlags() {
   std::vector<FlagSpec> flags = ConnectionFlags();
   flags.push_back({"text-a", true, "the text (or first positional)", "TEXT"});
   flags.push_back({"text-b", true, "second text of a pair", "TEXT"});
@@ -66,16 +60,12 @@ absl::Status RunAttention(const Argv& argv) {
   flags.push_back({"float16", false,
                    "fetch the maps as float16 (half the bytes, ~3 digits)"});
   for (FlagSpec& f : HeadMaskFlags()) flags.push_back(f);
-  ASSIGN_OR_RETURN(
-      Args args,
-      ParseCommandArgs(
-          "Usage: bertology attention --text-a=TEXT [--text-b=TEXT] "
-          "[--layer=..] [--head=..] [--out=FILE] [--out-dir=DIR]\n"
-          "Writes {tokens, units, size, maps: [{layer, head, "
-          "attention[from][to]}], prediction} as JSON;\n"
-          "--out-dir also draws them: a self-contained HTML head view (open "
-          "it in a\nbrowser) and an SVG heatmap per selected head.",
-          flags, argv));
+  return flags;
+}
+
+// The request from the flags; kExitUsage errors.
+absl::StatusOr<v1::GetAttentionRequest> BuildAttentionRequest(
+    const Args& args) {
   const auto& pos = args.positional();
   v1::GetAttentionRequest request;
   request.set_model(args.Get("model"));
@@ -98,20 +88,15 @@ absl::Status RunAttention(const Argv& argv) {
                                            : v1::GRANULARITY_TOKEN);
   request.set_encoding(args.Has("float16") ? v1::ATTENTION_ENCODING_FLOAT16
                                            : v1::ATTENTION_ENCODING_FLOAT32);
-  ASSIGN_OR_RETURN(std::unique_ptr<v1::Bertology::Stub> stub,
-                   ConnectStub(args));
-  // --text-a is the text here, not a column: the reference file is read
-  // with the default columns.
-  RETURN_IF_ERROR(
-      ResolveMaskStatistics(stub.get(), args,
-                            /*column_flags=*/false,
-                            request.mutable_head_mask()->mutable_statistics()));
-  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
-                   CallContext(args));
-  v1::GetAttentionResponse response;
-  s = FromGrpcStatus(stub->GetAttention(context.get(), request, &response));
-  if (!s.ok()) return CommandError(kExitRpc, s);
+  return request;
+}
 
+// The JSON to --out, to stdout, or with the pictures into --out-dir
+// (attention.json, attention.html and attention_L{l}_H{h}.svg; the paths
+// written go to stdout so a script can pick them up).
+absl::Status WriteAttention(const Args& args,
+                            const v1::GetAttentionRequest& request,
+                            const v1::GetAttentionResponse& response) {
   absl::StatusOr<nlohmann::json> json = AttentionJson(response);
   if (!json.ok()) return CommandError(kExitRpc, json.status());
   const std::string text = json->dump() + "\n";
@@ -126,14 +111,41 @@ absl::Status RunAttention(const Argv& argv) {
   } else if (!args.Has("out-dir")) {
     std::fwrite(text.data(), 1, text.size(), stdout);
   }
-  if (args.Has("out-dir")) {
-    absl::StatusOr<render::AttentionData> data =
-        ToAttentionData(response, request.input());
-    if (!data.ok()) return CommandError(kExitRpc, data.status());
-    s = WriteOutDir(*data, text, args.Get("out-dir"));
-    if (!s.ok()) return CommandError(kExitData, s);
-  }
+  if (!args.Has("out-dir")) return absl::OkStatus();
+  absl::StatusOr<render::AttentionData> data =
+      ToAttentionData(response, request.input());
+  if (!data.ok()) return CommandError(kExitRpc, data.status());
+  const std::string dir = args.Get("out-dir");
+  std::vector<std::string> written;
+  absl::Status s =
+      render::WriteOutputFile(dir, "attention.json", text, &written);
+  if (s.ok()) s = render::WriteAttentionFiles(*data, dir, &written);
+  for (const std::string& path : written) std::printf("%s\n", path.c_str());
+  if (!s.ok()) return CommandError(kExitData, s);
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunAttention(const Argv& argv) {
+  ASSIGN_OR_RETURN(Args args, ParseCommandArgs(kUsage, AttentionFlags(), argv));
+  ASSIGN_OR_RETURN(v1::GetAttentionRequest request,
+                   BuildAttentionRequest(args));
+  ASSIGN_OR_RETURN(std::unique_ptr<v1::Bertology::Stub> stub,
+                   ConnectStub(args));
+  // --text-a is the text here, not a column: the reference file is read
+  // with the default columns.
+  RETURN_IF_ERROR(
+      ResolveMaskStatistics(stub.get(), args,
+                            /*column_flags=*/false,
+                            request.mutable_head_mask()->mutable_statistics()));
+  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                   CallContext(args));
+  v1::GetAttentionResponse response;
+  absl::Status s =
+      FromGrpcStatus(stub->GetAttention(context.get(), request, &response));
+  if (!s.ok()) return CommandError(kExitRpc, s);
+  return WriteAttention(args, request, response);
 }
 
 }  // namespace client

@@ -31,8 +31,6 @@ namespace bertology {
 namespace client {
 namespace {
 
-constexpr char kCommand[] = "compare";
-
 // Round-trippable double text, "nan" for NaN (CSV has no null).
 std::string Number(double v) {
   return std::isnan(v) ? "nan" : absl::StrFormat("%.17g", v);

@@ -1,6 +1,7 @@
 // `bertology info`: GetModelInfo as indented JSON.
 #include <cstdio>
 
+#include "client/cli/command_output.h"
 #include "client/cli/commands.h"
 #include "client/cli/connection.h"
 #include "client/cli/exit_codes.h"
@@ -10,23 +11,15 @@
 namespace bertology {
 namespace client {
 
-absl::Status RunInfo(const Argv& argv) {
-  ASSIGN_OR_RETURN(
-      Args args,
-      ParseCommandArgs("Usage: bertology info [--target=ADDR] [--model=NAME]\n"
-                       "Prints the served models and the server limits as "
-                       "JSON.",
-                       ConnectionFlags(), argv));
-  ASSIGN_OR_RETURN(std::unique_ptr<v1::Bertology::Stub> stub,
-                   ConnectStub(args));
-  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
-                   CallContext(args));
-  v1::GetModelInfoRequest request;
-  request.set_model(args.Get("model"));
-  v1::GetModelInfoResponse response;
-  absl::Status s =
-      FromGrpcStatus(stub->GetModelInfo(context.get(), request, &response));
-  if (!s.ok()) return CommandError(kExitRpc, s);
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: bertology info [--target=ADDR] [--model=NAME]\n"
+    "Prints the served models and the server limits as "
+    "JSON.";
+
+// GetModelInfo's answer as indented JSON.
+std::string InfoJson(const v1::GetModelInfoResponse& response) {
   nlohmann::json models = nlohmann::json::array();
   for (const v1::ModelInfo& m : response.models()) {
     // The ids `--statistics` takes for mean/resample ablation.
@@ -65,8 +58,27 @@ absl::Status RunInfo(const Argv& argv) {
                        {"max_text_bytes", l.max_text_bytes()},
                        {"max_message_bytes", l.max_message_bytes()},
                        {"max_batch_size", l.max_batch_size()}}}};
-  std::printf("%s\n", out.dump(2).c_str());
-  return absl::OkStatus();
+  return out.dump(2) + "\n";
+}
+
+}  // namespace
+
+absl::Status RunInfo(const Argv& argv) {
+  ASSIGN_OR_RETURN(Args args,
+                   ParseCommandArgs(kUsage, ConnectionFlags(), argv));
+  ASSIGN_OR_RETURN(std::unique_ptr<v1::Bertology::Stub> stub,
+                   ConnectStub(args));
+  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
+                   CallContext(args));
+  v1::GetModelInfoRequest request;
+  request.set_model(args.Get("model"));
+  v1::GetModelInfoResponse response;
+  absl::Status s =
+      FromGrpcStatus(stub->GetModelInfo(context.get(), request, &response));
+  if (!s.ok()) return CommandError(kExitRpc, s);
+  CommandOutput out;
+  out.stdout_text = InfoJson(response);
+  return EmitOutput(out);
 }
 
 }  // namespace client

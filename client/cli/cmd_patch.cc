@@ -18,8 +18,6 @@ namespace bertology {
 namespace client {
 namespace {
 
-constexpr char kCommand[] = "patch";
-
 constexpr char kUsage[] =
     "Usage: bertology patch --clean=TEXT --corrupted=TEXT [--clean-b=TEXT "
     "--corrupted-b=TEXT]\n"

@@ -35,8 +35,6 @@ namespace bertology {
 namespace client {
 namespace {
 
-constexpr char kCommand[] = "segment";
-
 // "word word" -> the words and the text they make.
 void SplitWords(const std::string& spaced,
                 google::protobuf::RepeatedPtrField<std::string>* words,
