@@ -64,6 +64,9 @@ BUILD_PKGS=(
 # promtool, a real L7 load balancer and a headless browser.
 TEST_PKGS=(
   python3 python3-torch python3-numpy python3-grpcio python3-protobuf
+  # `pip install --no-build-isolation client/python` builds the client
+  # package with these (and protoc + grpc_python_plugin, above).
+  python3-setuptools python3-wheel
   # The test venv (scripts/make-test-venv.sh): HF's libraries from PyPI
   # beside these system packages.
   python3-venv
@@ -78,7 +81,8 @@ TEST_PKGS=(
   "clang-$LLVM" "libclang-rt-$LLVM-dev" "llvm-$LLVM"
 )
 # Installed without recommends: their recommends pull in hundreds of MB.
-NORECOMMENDS_PKGS=(prometheus chromium)
+# python3-pandas: the Python client's optional to_frame() output, tested.
+NORECOMMENDS_PKGS=(prometheus chromium python3-pandas)
 
 if [ "$IMAGE" = 1 ]; then
   # Debian 12's podman (4.3) with runc (docker/podman-containers.conf says

@@ -1,19 +1,45 @@
-"""A small Python client for bertology-server, usable from a notebook.
+"""A Python client for bertology-server: BERT classifiers whose attention
+heads each request may mask, from a notebook or a job.
 
-    from bertology_client import Client
-    c = Client("localhost:50051")
-    c.info()
-    c.classify([("a query", "a title")], mask={"ablate": [(2, 3)]})
-    att = c.attention("a query", "a title", layers=[0, 1])
-    att["maps"].shape   # (n_layers_sel, n_heads_sel, T, T), numpy float32
+Install it with `pip install client/python` (beside Debian's grpcio,
+protobuf and numpy: `pip install --no-build-isolation client/python` in a
+`python3 -m venv --system-site-packages` venv); the gRPC stubs are built
+into the package. With a server at `target` (e.g. "localhost:50051"):
 
-Needs the generated stubs (`bertology.v1.bertology_pb2` and
-`grpc_health.v1.health_pb2`, built into <build>/python by the
-`bertology_proto_python` target) on sys.path.
+>>> from bertology_client import Client
+>>> c = Client(target)
+>>> c.health()
+'SERVING'
+>>> r = c.classify([("the cat sat on the mat", "a dog")],
+...                mask={"ablate": [(0, 1)]})
+>>> r.probabilities.shape[0], float(r.probabilities.sum()) > 0.999
+(1, True)
+>>> stats = c.analyze_heads(["the cat sat on the mat", ("it", "was")])
+>>> stats["entropy"].shape == (c.info()["models"][0]["num_layers"],
+...                            c.info()["models"][0]["num_heads"])
+True
+>>> frame = stats.to_frame()              # pandas: one row per head
+>>> list(frame.columns[:3])
+['layer', 'head', 'to_cls']
+
+Sweeps, head statistics, importance, pruning, segmentation and patching
+results are dicts with to_frame() (bertology_client.frames).
 """
 
 from bertology_client.client import (Client, ClassifyResult, SweepEvent,
                                      decode_attention_map, head_mask_proto)
+from bertology_client.frames import Result
 
-__all__ = ["Client", "ClassifyResult", "SweepEvent", "decode_attention_map",
-           "head_mask_proto"]
+
+def _version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+        return version("bertology-client")
+    except PackageNotFoundError:  # run from the source tree, not installed
+        return "0+source"
+
+
+__version__ = _version()
+
+__all__ = ["Client", "ClassifyResult", "Result", "SweepEvent",
+           "decode_attention_map", "head_mask_proto", "__version__"]

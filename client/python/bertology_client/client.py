@@ -24,6 +24,8 @@ import collections
 import grpc
 import numpy as np
 
+from bertology_client.frames import Result
+
 from bertology.v1 import bertology_pb2 as pb
 from bertology.v1 import bertology_pb2_grpc as pb_grpc
 from grpc_health.v1 import health_pb2 as health_pb
@@ -615,7 +617,7 @@ class Client:
             elif ev.kind in ("plan", "baseline"):
                 out[ev.kind] = ev.data
         out["results"].sort(key=lambda r: r["mask_index"])
-        return out
+        return Result("sweep", out)
 
     def head_importance(self, examples, mask=None, mode=None,
                         no_layer_norm=False, no_global_norm=False, model=None,
@@ -636,7 +638,7 @@ class Client:
         req.options.no_layer_norm = no_layer_norm
         req.options.no_global_norm = no_global_norm
         result = self._result_stream("HeadImportance", req, timeout, on_progress)
-        return _importance_dict(result)
+        return Result("heads", _importance_dict(result))
 
     def prune_curve(self, examples, threshold=0.0, step_fraction=0.0,
                     mode=None, no_layer_norm=False, no_global_norm=False,
@@ -669,7 +671,7 @@ class Client:
                 out["kept"] = _prune_step_dict(event.kept)
         if out["kept"] is None:
             raise RuntimeError("PruneCurve sent no kept step")
-        return out
+        return Result("prune", out)
 
     # The classes of AnalyzeHeadsResult.map_pattern_share's last axis.
     MAP_PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block",
@@ -713,7 +715,7 @@ class Client:
             np.array(result.map_pattern_share, dtype=np.float32).reshape(
                 shape + (len(self.MAP_PATTERNS),))
             if per_map_classes else None)
-        return out
+        return Result("heads", out)
 
     def segment_words(self, examples, mask=None, mode=None, top_k=0,
                       view_example=0, model=None, timeout=None,
@@ -782,7 +784,7 @@ class Client:
                        "segment": list(v.segment), "gold_end": list(v.gold_end),
                        "head": (v.head.layer, v.head.head),
                        "predicted": [names.get(p, "none") for p in v.predicted]}
-        return out
+        return Result("heads", out)
 
     def compare_attention(self, inputs, model_a=None, model_b=None, mask=None,
                           mode=None, detail=None, timeout=None,
@@ -901,7 +903,7 @@ class Client:
                     on_progress(len(out["results"]), out["plan"]["num_sites"])
         if out["plan"] is None:
             raise RuntimeError("Patch sent no plan")
-        return out
+        return Result("patch", out)
 
     def _result_stream(self, method, req, timeout, on_progress):
         """The one result of a progress/result stream (AnalyzeHeads,

@@ -5,9 +5,11 @@ Run by ctest (python_client_test); by hand:
       /usr/bin/python3 -m unittest -v client/python/tests/test_client.py
 """
 
+import doctest
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -16,6 +18,7 @@ import grpc
 import numpy as np
 
 from bertology.v1 import bertology_pb2 as pb
+import bertology_client
 from bertology_client import Client, decode_attention_map, head_mask_proto
 
 SOURCE_DIR = os.environ.get(
@@ -129,7 +132,8 @@ class ClientTest(unittest.TestCase):
         if port is None:
             cls.proc.kill()
             raise RuntimeError("no port: " + open(cls.log.name).read())
-        cls.client = Client("127.0.0.1:%d" % port, timeout=30)
+        cls.address = "127.0.0.1:%d" % port
+        cls.client = Client(cls.address, timeout=30)
         while True:
             try:
                 if cls.client.health() == "SERVING":
@@ -408,6 +412,65 @@ class ClientTest(unittest.TestCase):
                                res["plan"]["corrupted_logit_diff"], places=4)
         with self.assertRaises(ValueError):
             self.client.patch("a", "b", sites="everything")
+
+    def test_module_docstring_runs(self):
+        """The package's docstring example, run against this server."""
+        result = doctest.testmod(bertology_client,
+                                 extraglobs={"target": self.address},
+                                 verbose=False)
+        self.assertGreater(result.attempted, 5)
+        self.assertEqual(result.failed, 0)
+
+    def test_to_frame(self):
+        """Each result kind as a DataFrame, its rows as the result's."""
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            self.skipTest("no pandas (python3-pandas)")
+        L, H = self.info["num_layers"], self.info["num_heads"]
+        examples = [(a, b, i % 2) for i, (a, b) in enumerate(PAIRS)]
+        sweep = self.client.sweep_results(examples, [{"generator": "layers"}])
+        f = sweep.to_frame()
+        self.assertEqual(len(f), L + 1)
+        self.assertEqual(list(f["mask_index"]), list(range(-1, L)))
+        self.assertEqual(f["accuracy"].iloc[1], sweep["results"][0]["accuracy"])
+        self.assertEqual(f["ablated"].iloc[1],
+                         ";".join("L0H%d" % h for h in range(H)))
+        imp = self.client.head_importance(examples)
+        f = imp.to_frame()
+        self.assertEqual(len(f), L * H)
+        row = f[(f["layer"] == L - 1) & (f["head"] == 1)]
+        self.assertEqual(float(row["importance"].iloc[0]),
+                         float(imp["importance"][L - 1, 1]))
+        seg = self.client.segment_words(["the cat", "sat on the mat"])
+        self.assertIn("mcc", seg.to_frame().columns)
+        stats = self.client.analyze_heads(PAIRS)
+        f = stats.to_frame()
+        self.assertEqual(f["pattern"].iloc[H + 2], stats["pattern"][1, 2])
+        patch = self.client.patch("it was there", "it is there")
+        f = patch.to_frame()
+        self.assertEqual(len(f), len(patch["results"]))
+        self.assertEqual(list(f["site_index"]), list(range(len(f))))
+        prune = self.client.prune_curve(examples, threshold=0.5)
+        self.assertEqual(len(prune.to_frame()), len(prune["steps"]))
+
+    def test_installed_package(self):
+        """Under the package test (client/python/tests/install_test.sh): the
+        client and its stubs come from the venv, not the source tree, and
+        the version is the server's."""
+        if os.environ.get("BERTOLOGY_EXPECT_INSTALLED") != "1":
+            self.skipTest("run from the source tree")
+        from bertology.v1 import bertology_pb2
+        for module in (bertology_client, bertology_pb2):
+            self.assertTrue(module.__file__.startswith(sys.prefix),
+                            module.__file__)
+        with open(os.path.join(SOURCE_DIR, "server", "service", "registry",
+                               "version.h")) as f:
+            version = re.search(r'kBertologyVersion\[\] = "([^"]+)"',
+                                f.read()).group(1)
+        self.assertEqual(bertology_client.__version__, version)
+        self.assertTrue(os.path.exists(os.path.join(
+            os.path.dirname(bertology_client.__file__), "py.typed")))
 
 
 if __name__ == "__main__":
