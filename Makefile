@@ -78,7 +78,9 @@ soak: build
 	$(SOAK_ENV) $(BUILD_DIR)/tests/replica_failover_test \
 		--gtest_filter='*Stalled*'
 
-demo: build
+# Builds only what the demo runs (the server and the CLI, no test binary).
+demo: deps configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target bertology-server bertology
 	scripts/demo.sh $(BUILD_DIR)
 
 # The server image (docker/Dockerfile) with podman, or docker where a daemon
