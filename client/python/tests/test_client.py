@@ -421,6 +421,22 @@ class ClientTest(unittest.TestCase):
         self.assertGreater(result.attempted, 5)
         self.assertEqual(result.failed, 0)
 
+    def test_readme_example(self):
+        """The README's first Python example, against this server."""
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            self.skipTest("no pandas (python3-pandas)")
+        with open(os.path.join(SOURCE_DIR, "README.md")) as f:
+            block = re.search(r"```python\n(.*?)```", f.read(), re.S).group(1)
+        self.assertIn('"localhost:50051"', block)
+        namespace = {}
+        exec(block.replace('"localhost:50051"', repr(self.address)),  # noqa: S102
+             namespace)
+        self.assertEqual(namespace["r"].probabilities.shape[0], 1)
+        self.assertEqual(len(namespace["sweep"].to_frame()),
+                         1 + self.info["num_layers"] * self.info["num_heads"])
+
     def test_to_frame(self):
         """Each result kind as a DataFrame, its rows as the result's."""
         try:
