@@ -20,6 +20,7 @@ dict); "resample" also takes draws=, seed= and alignment= ("matched" or
 """
 
 import collections
+from typing import Any, Dict, Iterator
 
 import grpc
 import numpy as np
@@ -444,7 +445,7 @@ class Client:
         self._stub = pb_grpc.BertologyStub(self._channel)
         self._health = health_grpc.HealthStub(self._channel)
 
-    def close(self):
+    def close(self) -> None:
         self._raw_channel.close()
 
     def __enter__(self):
@@ -453,7 +454,7 @@ class Client:
     def __exit__(self, *exc):
         self.close()
 
-    def health(self, service=""):
+    def health(self, service="") -> str:
         """grpc.health.v1 status: "SERVING", "NOT_SERVING", "UNKNOWN" (or
         "SERVICE_UNKNOWN")."""
         reply = self._health.Check(health_pb.HealthCheckRequest(service=service),
@@ -461,7 +462,7 @@ class Client:
         return {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING",
                 3: "SERVICE_UNKNOWN"}.get(reply.status, "UNKNOWN")
 
-    def info(self, model=None):
+    def info(self, model=None) -> Dict[str, Any]:
         """{"models": [dict per ModelInfo], "limits": dict}."""
         r = self._stub.GetModelInfo(
             pb.GetModelInfoRequest(model=self._model(model)),
@@ -483,7 +484,7 @@ class Client:
                   for f in r.limits.DESCRIPTOR.fields}
         return {"models": models, "limits": limits}
 
-    def tokenize(self, text_a, text_b="", model=None):
+    def tokenize(self, text_a, text_b="", model=None) -> Dict[str, Any]:
         """{"tokens": [dict per Token], "truncated", "num_words"}."""
         r = self._stub.Tokenize(
             pb.TokenizeRequest(model=self._model(model), text_a=text_a,
@@ -492,7 +493,7 @@ class Client:
                 "truncated": r.truncated, "num_words": r.num_words}
 
     def classify(self, inputs, mask=None, mode=None, model=None,
-                 statistics=None, draws=None, seed=None):
+                 statistics=None, draws=None, seed=None) -> "ClassifyResult":
         """Scores `inputs` (strings, (text_a, text_b) pairs or dicts) under
         one mask. Returns ClassifyResult with logits/probabilities as
         float32 arrays [N, C] and labels as an int array [N]."""
@@ -518,7 +519,7 @@ class Client:
 
     def attention(self, text_a, text_b="", layers=None, heads=None, mask=None,
                   mode=None, granularity="token", encoding="float32",
-                  model=None, statistics=None, draws=None, seed=None):
+                  model=None, statistics=None, draws=None, seed=None) -> Dict[str, Any]:
         """Attention maps of one input. Returns a dict: "tokens" (unit
         texts: word pieces, or words at granularity="word"), "units" and
         "word_pieces" (dicts), "layers"/"heads" (the selected indices, in
@@ -564,7 +565,7 @@ class Client:
 
     def sweep(self, examples, masks, mode=None, max_batch_rows=0, model=None,
               timeout=None, statistics=None, reference=None, draws=None,
-              seed=None, alignment=None):
+              seed=None, alignment=None) -> Iterator["SweepEvent"]:
         """Streams a sweep. `examples`: (text_a, text_b, label) triples or
         (text, label) pairs, where label is a class index, or for a token
         classifier a list of word labels (-1: not scored); `masks`: a list of masks (any accepted form,
@@ -607,7 +608,7 @@ class Client:
                 continue
             yield SweepEvent(kind, data)
 
-    def sweep_results(self, examples, masks, **kwargs):
+    def sweep_results(self, examples, masks, **kwargs) -> Result:
         """Runs a sweep to the end: {"plan", "baseline", "results" (sorted
         by mask_index)}."""
         out = {"plan": None, "baseline": None, "results": []}
@@ -622,7 +623,7 @@ class Client:
     def head_importance(self, examples, mask=None, mode=None,
                         no_layer_norm=False, no_global_norm=False, model=None,
                         timeout=None, on_progress=None, statistics=None,
-                        draws=None, seed=None):
+                        draws=None, seed=None) -> Result:
         """Head importance (Michel et al. 2019; HF run_bertology.py) over
         labelled `examples` (as sweep()) at `mask` (any accepted form;
         default none). Returns {"importance", "raw_importance"} as float64
@@ -643,7 +644,7 @@ class Client:
     def prune_curve(self, examples, threshold=0.0, step_fraction=0.0,
                     mode=None, no_layer_norm=False, no_global_norm=False,
                     model=None, timeout=None, on_progress=None,
-                    statistics=None):
+                    statistics=None) -> Result:
         """HF run_bertology.py's mask_heads over labelled `examples` (as
         sweep()): mask the least important heads step by step until
         accuracy falls below threshold * the unmasked accuracy (0: the
@@ -679,7 +680,7 @@ class Client:
 
     def analyze_heads(self, inputs, mask=None, mode=None, model=None,
                       timeout=None, on_progress=None, statistics=None,
-                      draws=None, seed=None, per_map_classes=False):
+                      draws=None, seed=None, per_map_classes=False) -> Result:
         """Per-head attention statistics over `inputs` (strings, (text_a,
         text_b) pairs or dicts) under one mask (AnalyzeHeads). Returns a
         dict: one float32 array [layers, heads] per statistic ("to_cls",
@@ -720,7 +721,7 @@ class Client:
     def segment_words(self, examples, mask=None, mode=None, top_k=0,
                       view_example=0, model=None, timeout=None,
                       on_progress=None, statistics=None, draws=None,
-                      seed=None):
+                      seed=None) -> Result:
         """Attention as a word segmenter (SegmentWords). Each example is a
         list of words (or a space-separated string of them), a (words_a,
         words_b) pair of those, or a dict with words_a/words_b; the texts
@@ -789,7 +790,7 @@ class Client:
     def compare_attention(self, inputs, model_a=None, model_b=None, mask=None,
                           mode=None, detail=None, timeout=None,
                           on_progress=None, statistics=None, draws=None,
-                          seed=None):
+                          seed=None) -> Dict[str, Any]:
         """Per-head mean cosine similarity of two models' attention maps
         over `inputs` (strings, (text_a, text_b) pairs or dicts) under one
         mask applied to both (CompareAttention; None: the client's model).
@@ -831,7 +832,7 @@ class Client:
                     d.difference, pb.ATTENTION_ENCODING_FLOAT32, d.size)}
         return out
 
-    def compute_head_statistics(self, inputs, model=None, timeout=None):
+    def compute_head_statistics(self, inputs, model=None, timeout=None) -> Dict[str, Any]:
         """Every head's mean output over reference `inputs` (strings,
         (text_a, text_b) pairs or dicts) on the unmasked model
         (ComputeHeadStatistics), kept by the server for the "mean" and
@@ -849,7 +850,7 @@ class Client:
 
     def patch(self, clean, corrupted, sites="heads",
               direction="clean-into-corrupted", answer=None, foil=None,
-              max_batch_rows=0, model=None, timeout=None, on_progress=None):
+              max_batch_rows=0, model=None, timeout=None, on_progress=None) -> Result:
         """Activation patching (Patch) of `clean` and `corrupted` (a string,
         a (text_a, text_b) pair or a dict; they must tokenize to the same
         length). `sites`: "heads" (every (layer, head), all positions),
