@@ -16,26 +16,37 @@ namespace client {
 
 namespace {
 
-// CLI11's message for `e` in this parser's words, naming the flag.
-std::string ParseErrorMessage(const CLI::ParseError& e) {
-  const std::string what = e.what();
-  if (what.find("disallowed flag override") != std::string::npos) {
-    // "NAME was given a disallowed flag override"
-    return absl::StrCat("--", what.substr(0, what.find(' ')),
-                        " takes no value");
+// What CLI11 would refuse with a message of its own wording (which differs
+// between CLI11 versions: 2.1 on Debian 12, 2.4 on 13), refused here first
+// in this parser's words: a value given to a boolean flag, a valued flag
+// with nothing after it. Unknown flags come back from CLI11 as extras.
+absl::Status CheckFlagValues(const std::vector<std::string>& argv,
+                             const std::vector<FlagSpec>& specs) {
+  for (size_t i = 0; i < argv.size() && argv[i] != "--"; ++i) {
+    const std::string& a = argv[i];
+    if (!absl::StartsWith(a, "--")) continue;
+    const size_t eq = a.find('=');
+    const std::string name = a.substr(2, eq == std::string::npos ? eq : eq - 2);
+    auto spec = std::find_if(specs.begin(), specs.end(),
+                             [&](const FlagSpec& s) { return s.name == name; });
+    if (spec == specs.end()) continue;
+    if (!spec->takes_value && eq != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " takes no value"));
+    }
+    if (spec->takes_value && eq == std::string::npos && i + 1 == argv.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " needs a value"));
+    }
   }
-  if (absl::StartsWith(what, "--") &&
-      what.find(" required ") != std::string::npos) {
-    // "--NAME: 1 required TEXT missing"
-    return absl::StrCat(what.substr(0, what.find(':')), " needs a value");
-  }
-  return what;
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& argv,
                                  const std::vector<FlagSpec>& specs) {
+  if (absl::Status s = CheckFlagValues(argv, specs); !s.ok()) return s;
   Args args;
   CLI::App app;
   app.set_help_flag();  // --help is a FlagSpec (ParseCommandArgs adds it)
@@ -74,7 +85,7 @@ absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& argv,
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    return absl::InvalidArgumentError(ParseErrorMessage(e));
+    return absl::InvalidArgumentError(e.what());
   }
   for (const std::string& extra : app.remaining()) {
     if (extra == "--") continue;  // ended the flags; CLI11 leaves it here

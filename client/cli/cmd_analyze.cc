@@ -277,13 +277,14 @@ absl::Status RunAnalyze(const Argv& argv) {
   // One call: the statistics are means that the server classifies into
   // patterns.
   RETURN_IF_ERROR(CheckOneCallLimit(request.inputs_size(), server.info.limits));
-  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
-                   CallContext(args, absl::Hours(1)));
-  auto reader = server.stub->AnalyzeHeads(context.get(), request);
-  auto read = ReadResultStream<v1::AnalyzeHeadsResponse>(
-      reader.get(), args.Has("quiet"), "analyzed", "examples");
-  if (!read.ok()) return CommandError(kExitRpc, read.status());
-  return EmitOutput(AnalyzeOutput(args, server.info.model.name(), *read));
+  ASSIGN_OR_RETURN(const auto read, CallResultStream<v1::AnalyzeHeadsResponse>(
+                                        args,
+                                        [&](grpc::ClientContext* context) {
+                                          return server.stub->AnalyzeHeads(
+                                              context, request);
+                                        },
+                                        "analyzed", "examples"));
+  return EmitOutput(AnalyzeOutput(args, server.info.model.name(), read));
 }
 
 }  // namespace client

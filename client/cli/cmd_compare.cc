@@ -249,29 +249,17 @@ absl::Status RunCompare(const Argv& argv) {
                                                WithNoLabelByDefault(argv)));
   ASSIGN_OR_RETURN(v1::CompareAttentionRequest request,
                    BuildCompareRequest(args));
-  ASSIGN_OR_RETURN(std::unique_ptr<v1::Bertology::Stub> stub,
-                   ConnectStub(args));
   // The limits (and that the server answers) before reading the data.
-  v1::GetModelInfoResponse info;
-  {
-    ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
-                     CallContext(args));
-    absl::Status s = FromGrpcStatus(
-        stub->GetModelInfo(context.get(), v1::GetModelInfoRequest(), &info));
-    if (!s.ok()) {
-      return CommandError(
-          kExitRpc,
-          absl::Status(s.code(), absl::StrCat("GetModelInfo: ", s.message())));
-    }
-  }
-  RETURN_IF_ERROR(AddInputs(args, info.limits(), &request));
-  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
-                   CallContext(args, absl::Hours(1)));
-  auto reader = stub->CompareAttention(context.get(), request);
-  auto read = ReadResultStream<v1::CompareAttentionResponse>(
-      reader.get(), args.Has("quiet"), "compared", "inputs");
-  if (!read.ok()) return CommandError(kExitRpc, read.status());
-  return EmitOutput(CompareOutput(args, *read));
+  ASSIGN_OR_RETURN(ModelConnection server, ConnectToModel(args));
+  RETURN_IF_ERROR(AddInputs(args, server.info.limits, &request));
+  ASSIGN_OR_RETURN(const auto read,
+                   CallResultStream<v1::CompareAttentionResponse>(
+                       args,
+                       [&](grpc::ClientContext* context) {
+                         return server.stub->CompareAttention(context, request);
+                       },
+                       "compared", "inputs"));
+  return EmitOutput(CompareOutput(args, read));
 }
 
 }  // namespace client

@@ -367,13 +367,14 @@ absl::Status RunImportance(const Argv& argv) {
       ResolveMaskStatistics(job.stub.get(), args, /*column_flags=*/true,
                             request.mutable_head_mask()->mutable_statistics()));
   for (const v1::LabeledExample& e : job.examples) *request.add_examples() = e;
-  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
-                   CallContext(args, absl::Hours(1)));
-  auto reader = job.stub->HeadImportance(context.get(), request);
-  auto result = ReadResultStream<v1::HeadImportanceResponse>(
-      reader.get(), args.Has("quiet"), "scored", "examples");
-  if (!result.ok()) return CommandError(kExitRpc, result.status());
-  return EmitOutput(ImportanceOutput(args, job.info.model.name(), *result));
+  ASSIGN_OR_RETURN(const auto result,
+                   CallResultStream<v1::HeadImportanceResponse>(
+                       args,
+                       [&](grpc::ClientContext* context) {
+                         return job.stub->HeadImportance(context, request);
+                       },
+                       "scored", "examples"));
+  return EmitOutput(ImportanceOutput(args, job.info.model.name(), result));
 }
 
 absl::Status RunPrune(const Argv& argv) {

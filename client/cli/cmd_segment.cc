@@ -302,13 +302,14 @@ absl::Status RunSegment(const Argv& argv) {
   ASSIGN_OR_RETURN(v1::SegmentWordsRequest request, BuildSegmentRequest(args));
   ASSIGN_OR_RETURN(ModelConnection server, ConnectToModel(args));
   RETURN_IF_ERROR(AddExamples(args, server.info.model, &request));
-  ASSIGN_OR_RETURN(std::unique_ptr<grpc::ClientContext> context,
-                   CallContext(args, absl::Hours(1)));
-  auto reader = server.stub->SegmentWords(context.get(), request);
-  auto result = ReadResultStream<v1::SegmentWordsResponse>(
-      reader.get(), args.Has("quiet"), "segmented", "examples");
-  if (!result.ok()) return CommandError(kExitRpc, result.status());
-  return EmitOutput(SegmentOutput(args, server.info.model.name(), *result));
+  ASSIGN_OR_RETURN(const auto result,
+                   CallResultStream<v1::SegmentWordsResponse>(
+                       args,
+                       [&](grpc::ClientContext* context) {
+                         return server.stub->SegmentWords(context, request);
+                       },
+                       "segmented", "examples"));
+  return EmitOutput(SegmentOutput(args, server.info.model.name(), result));
 }
 
 }  // namespace client

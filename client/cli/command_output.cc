@@ -19,14 +19,7 @@ absl::Status EmitOutput(const CommandOutput& output) {
     }
   }
   std::string text = output.stdout_text;
-  if (!output.written_header.empty() && !written.empty()) {
-    absl::StrAppend(&text, output.written_header);
-    for (const std::string& path : written) {
-      absl::StrAppend(&text, "  ", path, "\n");
-    }
-  } else {
-    for (const std::string& path : written) absl::StrAppend(&text, path, "\n");
-  }
+  for (const std::string& path : written) absl::StrAppend(&text, path, "\n");
   absl::StrAppend(&text, output.stdout_after);
   std::fputs(text.c_str(), stdout);
   // stdout is not flushed first: as when each line was printed, a file

@@ -22,10 +22,9 @@ struct CommandOutput {
   // given).
   std::string stdout_text;
   // Written into `dir` when not empty; each path written is then printed
-  // on its own line, after `written_header` when that is not empty.
+  // on its own line.
   std::string dir;
   std::vector<OutputFile> files;
-  std::string written_header;
   // Printed to stdout after the list of files (e.g. a summary table).
   std::string stdout_after;
   // Printed to stderr last (e.g. a dataset's accuracy).
@@ -33,9 +32,7 @@ struct CommandOutput {
 };
 
 // Writes `output`: the files (kExitData naming the file on failure; those
-// before it stay written), then stdout, then stderr. With a header the
-// stdout text and the list of paths are printed together, after the files
-// are written.
+// before it stay written), then stdout, then stderr.
 absl::Status EmitOutput(const CommandOutput& output);
 
 }  // namespace client

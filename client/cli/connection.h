@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "bertology/v1/bertology.grpc.pb.h"
 #include "client/cli/args.h"
+#include "client/cli/exit_codes.h"
 #include "client/transport/channel_security.h"
 #include "common/grpc_status.h"
 
@@ -79,6 +80,25 @@ auto ReadResultStream(Reader* reader, bool quiet, const char* verb,
   if (!s.ok()) return s;
   if (!result) return absl::InternalError("the server sent no result");
   return *std::move(result);
+}
+
+// One streaming call of `progress` and `result` events (AnalyzeHeads,
+// HeadImportance, CompareAttention, SegmentWords): `start(context)` starts
+// it on a context with --timeout (default one hour), ReadResultStream
+// reads it; a bad --timeout or --token-file is kExitUsage, the call's
+// errors kExitRpc.
+template <typename Event, typename Start>
+auto CallResultStream(const Args& args, Start start, const char* verb,
+                      const char* unit)
+    -> absl::StatusOr<std::decay_t<decltype(std::declval<Event>().result())>> {
+  absl::StatusOr<std::unique_ptr<grpc::ClientContext>> context =
+      CallContext(args, absl::Hours(1));
+  if (!context.ok()) return context.status();
+  auto reader = start(context->get());
+  auto result =
+      ReadResultStream<Event>(reader.get(), args.Has("quiet"), verb, unit);
+  if (!result.ok()) return CommandError(kExitRpc, result.status());
+  return result;
 }
 
 // The ModelInfo of --model (the default model when empty) and the limits.
