@@ -124,11 +124,9 @@ BertRunOutput BertForSequenceClassificationImpl::Run(
   const int64_t b = input_ids.size(0);
   TORCH_CHECK(masks.empty() || static_cast<int64_t>(masks.size()) == b,
               "one head mask (or nullptr) per row");
-  const MaskShape shape{b, input_ids.size(1), num_layers_, num_heads_,
-                        head_size_};
   return RunUnder(input_ids, token_type_ids, attention_mask,
-                  MakeBatchHeadMask(masks, positions, shape, input_ids.device(),
-                                    compute_dtype()),
+                  MakeBatchHeadMask(masks, positions, mask_shape(input_ids),
+                                    input_ids.device(), compute_dtype()),
                   options, start, patch);
 }
 

@@ -55,6 +55,22 @@ absl::Status CheckRange(const torch::Tensor& x, int64_t end,
   return range.Check(end, field);
 }
 
+// A pass's outputs as Engine returns them: logits and attentions float32
+// on the CPU (differentiably, under grad mode), hidden states and head
+// outputs where they are.
+TensorOutput ToTensorOutput(BertRunOutput out) {
+  TensorOutput result;
+  if (out.logits.defined()) {
+    result.logits = out.logits.to(torch::kCPU, torch::kFloat);
+  }
+  for (auto& [layer, probs] : out.attentions) {
+    result.attentions[layer] = probs.to(torch::kCPU, torch::kFloat);
+  }
+  result.hidden = std::move(out.hidden);
+  result.head_outputs = std::move(out.head_outputs);
+  return result;
+}
+
 // Runs `fn` under InferenceMode, turning libtorch's exceptions into status.
 template <typename Fn>
 auto CatchTorch(Fn fn) -> decltype(fn()) {
@@ -327,16 +343,7 @@ absl::StatusOr<TensorOutput> Engine::Run(
     BertRunOutput out = module_->Run(input.input_ids, input.token_type_ids,
                                      input.attention_mask, masks, resolved,
                                      start, input.patch.get(), &positions);
-    TensorOutput result;
-    if (out.logits.defined()) {
-      result.logits = out.logits.to(torch::kCPU, torch::kFloat);
-    }
-    for (auto& [layer, probs] : out.attentions) {
-      result.attentions[layer] = probs.to(torch::kCPU, torch::kFloat);
-    }
-    result.hidden = std::move(out.hidden);
-    result.head_outputs = std::move(out.head_outputs);
-    return result;
+    return ToTensorOutput(std::move(out));
   });
 }
 
@@ -396,14 +403,7 @@ absl::StatusOr<TensorOutput> Engine::RunWithGrad(
     BertRunOutput out =
         module_->RunUnder(input.input_ids, input.token_type_ids,
                           input.attention_mask, head_mask, resolved);
-    TensorOutput result;
-    if (out.logits.defined()) {
-      result.logits = out.logits.to(torch::kCPU, torch::kFloat);
-    }
-    for (auto& [layer, probs] : out.attentions) {
-      result.attentions[layer] = probs.to(torch::kCPU, torch::kFloat);
-    }
-    return result;
+    return ToTensorOutput(std::move(out));
   });
 }
 
