@@ -10,7 +10,9 @@
      includes nothing of server/; server/core/ includes nothing of
      server/service/ or client/.
   3. The core's public headers the service uses are torch-free:
-     model.h, forward_options.h, head_reference.h, patch_site.h, patching.h.
+     model.h, forward_options.h, head_reference.h, patch_site.h, patching.h,
+     attribution_patching.h, token_attribution.h, and the attribution
+     graph's attention_flow.h and quadrature.h.
 
 Usage: check_layering.py [ROOT]          check the tree at ROOT (default: ..)
        check_layering.py --self-test     check that each rule can fail
@@ -31,6 +33,10 @@ TORCH_FREE_HEADERS = [
     "server/core/model/head_reference.h",
     "server/core/model/patch_site.h",
     "server/core/patch/patching.h",
+    "server/core/patch/attribution_patching.h",
+    "server/core/attribution/token_attribution.h",
+    "server/core/attribution/attention_flow.h",
+    "server/core/attribution/quadrature.h",
 ]
 
 

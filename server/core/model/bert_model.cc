@@ -61,11 +61,15 @@ BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& config,
 
 torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& input_ids,
                                           const torch::Tensor& token_type_ids) {
-  const int64_t t = input_ids.size(1);
+  return forward_words(word_embeddings_(input_ids), token_type_ids);
+}
+
+torch::Tensor BertEmbeddingsImpl::forward_words(
+    const torch::Tensor& words, const torch::Tensor& token_type_ids) {
+  const int64_t t = words.size(1);
   torch::Tensor positions = torch::arange(
-      t, torch::TensorOptions().dtype(torch::kLong).device(input_ids.device()));
-  torch::Tensor x = word_embeddings_(input_ids) +
-                    token_type_embeddings_(token_type_ids) +
+      t, torch::TensorOptions().dtype(torch::kLong).device(words.device()));
+  torch::Tensor x = words + token_type_embeddings_(token_type_ids) +
                     position_embeddings_(positions).unsqueeze(0);
   return dropout_(layer_norm_(x));
 }

@@ -48,6 +48,13 @@ class BertEmbeddingsImpl : public torch::nn::Module {
   // 0..T-1 (T <= max_position_embeddings).
   torch::Tensor forward(const torch::Tensor& input_ids,
                         const torch::Tensor& token_type_ids);
+  // As forward, from word embeddings [B, T, D] in place of the lookup of
+  // input_ids (integrated gradients moves them): the positions and token
+  // types are added and normalised as forward does.
+  torch::Tensor forward_words(const torch::Tensor& words,
+                              const torch::Tensor& token_type_ids);
+  // The word-embedding table [V, D].
+  const torch::Tensor& word_table() const { return word_embeddings_->weight; }
 
  private:
   torch::nn::Embedding word_embeddings_{nullptr};

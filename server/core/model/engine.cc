@@ -407,4 +407,79 @@ absl::StatusOr<TensorOutput> Engine::RunWithGrad(
   });
 }
 
+absl::StatusOr<TensorOutput> Engine::RunWithGrad(
+    const ModelInput& input, const std::vector<const HeadMask*>& masks,
+    const EngineOptions& options) const {
+  if (c10::InferenceMode::is_enabled()) {
+    return absl::FailedPreconditionError(
+        "RunWithGrad under InferenceMode: no autograd graph is recorded");
+  }
+  return CatchTorchWithGrad([&]() -> absl::StatusOr<TensorOutput> {
+    EngineOptions resolved = Resolved(options);
+    resolved.pack_tokens = false;  // captures must be the tensors used
+    RETURN_IF_ERROR(CheckRun(input, masks, resolved));
+    LayerStart start;
+    if (input.start_hidden.defined()) {
+      start.hidden = input.start_hidden.to(placement_.device, placement_.dtype);
+    }
+    const RowPositions positions{input.layouts, input.draws};
+    BertRunOutput out = module_->Run(input.input_ids, input.token_type_ids,
+                                     input.attention_mask, masks, resolved,
+                                     start, nullptr, &positions);
+    TensorOutput result;
+    result.logits = out.logits.defined()
+                        ? out.logits.to(torch::kCPU, torch::kFloat)
+                        : out.logits;
+    result.attentions = std::move(out.attentions);
+    result.hidden = std::move(out.hidden);
+    result.head_outputs = std::move(out.head_outputs);
+    return result;
+  });
+}
+
+absl::StatusOr<torch::Tensor> Engine::WordEmbeddings(
+    const torch::Tensor& input_ids) const {
+  if (!input_ids.defined() || input_ids.dim() != 2 ||
+      input_ids.scalar_type() != torch::kLong || input_ids.numel() == 0) {
+    return absl::InvalidArgumentError("input_ids must be [B, T] int64");
+  }
+  // Not under InferenceMode: the copy must be a normal tensor, which
+  // autograd can save for backward; no grad: it is no parameter's.
+  return CatchTorchWithGrad([&]() -> absl::StatusOr<torch::Tensor> {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor& table = module_->bert->embeddings->word_table();
+    RETURN_IF_ERROR(CheckRange(input_ids, table.size(0), "input_ids"));
+    return table.index_select(0, input_ids.reshape({-1}).to(table.device()))
+        .view({input_ids.size(0), input_ids.size(1), table.size(1)})
+        .to(placement_.dtype)
+        .clone();
+  });
+}
+
+absl::StatusOr<torch::Tensor> Engine::EmbedWords(
+    const torch::Tensor& words, const torch::Tensor& token_type_ids) const {
+  const int64_t d = model_.config().hidden_size;
+  if (!words.defined() || words.dim() != 3 || words.size(2) != d ||
+      !words.is_floating_point()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("words must be float [B, T, ", d, "], got ",
+                     words.defined() ? Shape(words) : "undefined"));
+  }
+  if (!token_type_ids.defined() ||
+      !HasShape(token_type_ids, {words.size(0), words.size(1)})) {
+    return absl::InvalidArgumentError(
+        "token_type_ids must be [B, T] as words' first two dimensions");
+  }
+  if (words.size(1) > model_.config().max_position_embeddings) {
+    return absl::InvalidArgumentError("words are longer than the positions");
+  }
+  return CatchTorchWithGrad([&]() -> absl::StatusOr<torch::Tensor> {
+    RETURN_IF_ERROR(CheckRange(token_type_ids, model_.config().type_vocab_size,
+                               "token_type_ids"));
+    return module_->bert->embeddings->forward_words(
+        words.to(placement_.device, placement_.dtype),
+        token_type_ids.to(placement_.device));
+  });
+}
+
 }  // namespace bertology

@@ -148,6 +148,30 @@ class Engine {
                                            const HeadMaskTensor& mask,
                                            const EngineOptions& options) const;
 
+  // As Run (any mask Run takes, one per row, and start_hidden at layer 0
+  // in place of the embeddings, e.g. EmbedWords' output), with autograd:
+  // gradients flow to start_hidden and to the captured tensors, which are
+  // the ones the pass used (attentions, hidden states, head outputs: on the
+  // device in the compute dtype, not converted). Logits as Run. Token
+  // packing is off. FAILED_PRECONDITION under InferenceMode; take
+  // gradients with torch::autograd::grad (see the other RunWithGrad).
+  absl::StatusOr<TensorOutput> RunWithGrad(
+      const ModelInput& input, const std::vector<const HeadMask*>& masks,
+      const EngineOptions& options) const;
+
+  // The word-embedding rows of `input_ids` [B, T] int64: [B, T, D] on the
+  // device in the compute dtype, a copy outside any graph (so a caller can
+  // make it require grad, or interpolate it, without touching the
+  // parameters).
+  absl::StatusOr<torch::Tensor> WordEmbeddings(
+      const torch::Tensor& input_ids) const;
+  // The embeddings module's output from word embeddings [B, T, D] (positions
+  // and `token_type_ids` [B, T] added, then LayerNorm): what RunWithGrad
+  // takes as start_hidden at layer 0. Differentiable in `words` under grad
+  // mode; INVALID_ARGUMENT for shapes that do not match.
+  absl::StatusOr<torch::Tensor> EmbedWords(
+      const torch::Tensor& words, const torch::Tensor& token_type_ids) const;
+
  private:
   // options.attention_kernel with kAuto replaced by the model's default.
   EngineOptions Resolved(const EngineOptions& options) const;

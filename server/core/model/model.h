@@ -90,6 +90,8 @@ class Model {
   const std::string& architecture() const { return head_.architecture; }
   // True when compute_logits works: a sequence or a token classifier.
   bool has_classifier() const { return head_.kind != HeadKind::kEncoder; }
+  // The classifier's rows (logits per position); 0 without a classifier.
+  int num_labels() const { return head_.num_labels; }
   // OK for a sequence or token classifier; else FAILED_PRECONDITION naming
   // the architecture and what logits would need.
   absl::Status CheckCanClassify() const;

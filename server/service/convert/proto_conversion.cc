@@ -84,4 +84,37 @@ void FillLayerHeads(const std::vector<LayerHead>& heads,
   }
 }
 
+std::vector<WordSpan> UnitSpans(const Encoding& encoding, bool words) {
+  if (words) return WordSpans(encoding);
+  std::vector<WordSpan> spans;
+  const int t = static_cast<int>(encoding.tokens.size());
+  for (int i = 0; i < t; ++i) spans.push_back(WordSpan{i, 1});
+  return spans;
+}
+
+void FillAttentionUnits(
+    const Encoding& encoding, const std::vector<WordSpan>& spans,
+    const v1::TextInput& input,
+    google::protobuf::RepeatedPtrField<v1::AttentionUnit>* out) {
+  for (const WordSpan& span : spans) {
+    const Token& first = encoding.tokens[span.first_token];
+    const Token& last = encoding.tokens[span.first_token + span.num_tokens - 1];
+    v1::AttentionUnit* unit = out->Add();
+    unit->set_segment(first.segment);
+    unit->set_first_token(span.first_token);
+    unit->set_num_tokens(span.num_tokens);
+    unit->set_special(first.special);
+    if (first.special || span.num_tokens == 1) {
+      unit->set_text(first.text);
+    }
+    if (!first.special && span.num_tokens > 1) {
+      // The word as written in the input.
+      const std::string& text =
+          first.segment == 0 ? input.text_a() : input.text_b();
+      unit->set_text(
+          text.substr(first.byte_start, last.byte_end - first.byte_start));
+    }
+  }
+}
+
 }  // namespace bertology

@@ -8,6 +8,7 @@
 #include "bertology/v1/bertology.pb.h"
 #include "common/head_mask.h"
 #include "server/core/tokenizer/tokenizer.h"
+#include "server/service/convert/attention_view.h"
 
 namespace bertology {
 
@@ -26,6 +27,17 @@ void FillPrediction(const std::vector<float>& logits,
 void FillTokenPredictions(const std::vector<float>& logits,
                           const std::vector<std::string>& label_names,
                           const Encoding& encoding, v1::Prediction* out);
+
+// The units a map or a score list is given in: one per token, or (`words`)
+// WordSpans' words.
+std::vector<WordSpan> UnitSpans(const Encoding& encoding, bool words);
+
+// One AttentionUnit per span: a special token or a one-piece unit is its
+// piece; a word of several pieces is its text as written in `input`.
+void FillAttentionUnits(
+    const Encoding& encoding, const std::vector<WordSpan>& spans,
+    const v1::TextInput& input,
+    google::protobuf::RepeatedPtrField<v1::AttentionUnit>* out);
 
 void FillLayerHeads(const std::vector<LayerHead>& heads,
                     google::protobuf::RepeatedPtrField<v1::LayerHead>* out);

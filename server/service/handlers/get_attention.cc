@@ -35,29 +35,6 @@ std::string EncodeHeadMap(const FloatArray& layer_maps, int head,
   return half ? EncodeFloat16(map) : EncodeFloat32(map);
 }
 
-void FillUnits(const Encoding& encoding, const std::vector<WordSpan>& spans,
-               const v1::TextInput& input, v1::GetAttentionResponse* out) {
-  for (const WordSpan& span : spans) {
-    const Token& first = encoding.tokens[span.first_token];
-    const Token& last = encoding.tokens[span.first_token + span.num_tokens - 1];
-    v1::AttentionUnit* unit = out->add_units();
-    unit->set_segment(first.segment);
-    unit->set_first_token(span.first_token);
-    unit->set_num_tokens(span.num_tokens);
-    unit->set_special(first.special);
-    if (first.special || span.num_tokens == 1) {
-      unit->set_text(first.text);
-    }
-    if (!first.special && span.num_tokens > 1) {
-      // The word as written in the input.
-      const std::string& text =
-          first.segment == 0 ? input.text_a() : input.text_b();
-      unit->set_text(
-          text.substr(first.byte_start, last.byte_end - first.byte_start));
-    }
-  }
-}
-
 }  // namespace
 
 absl::Status HandleGetAttention(const HandlerContext& ctx,
@@ -114,13 +91,10 @@ absl::Status HandleGetAttention(const HandlerContext& ctx,
     FillToken(token, response->add_tokens());
   }
   const int t = static_cast<int>(encoding.tokens.size());
-  std::vector<WordSpan> spans;
-  if (granularity == v1::GRANULARITY_WORD) {
-    spans = WordSpans(encoding);
-  } else {
-    for (int i = 0; i < t; ++i) spans.push_back(WordSpan{i, 1});
-  }
-  FillUnits(encoding, spans, request.input(), response);
+  const std::vector<WordSpan> spans =
+      UnitSpans(encoding, granularity == v1::GRANULARITY_WORD);
+  FillAttentionUnits(encoding, spans, request.input(),
+                     response->mutable_units());
   response->set_size(static_cast<int>(spans.size()));
 
   for (int layer : layer_list) {

@@ -50,7 +50,8 @@ void FillModelInfo(const ServedModel& served, bool is_default,
   }
   if (model.has_classifier()) {
     for (const char* rpc :
-         {"Classify", "SweepAblation", "HeadImportance", "PruneCurve"}) {
+         {"Classify", "SweepAblation", "HeadImportance", "PruneCurve",
+          "Attribute"}) {
       out->add_served_rpcs(rpc);
     }
   }

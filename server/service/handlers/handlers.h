@@ -76,6 +76,10 @@ absl::Status HandlePatch(const HandlerContext& ctx,
                          const v1::PatchRequest& request,
                          const EventStream<v1::PatchResponse>& stream);
 
+absl::Status HandleAttribute(const HandlerContext& ctx,
+                             const v1::AttributeRequest& request,
+                             const EventStream<v1::AttributeResponse>& stream);
+
 }  // namespace bertology
 
 #endif  // BERTOLOGY_SERVICE_HANDLERS_HANDLERS_H_

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/core/model/model.h"
+#include "server/core/patch/attribution_patching.h"
 #include "server/core/patch/patching.h"
 #include "server/service/convert/request_validation.h"
 #include "server/service/handlers/handlers.h"
@@ -169,6 +170,13 @@ absl::Status HandlePatch(const HandlerContext& ctx,
         absl::StrCat("direction=", static_cast<int>(request.direction()),
                      " is not a known PatchDirection"));
   }
+  if (request.method() < v1::PATCH_METHOD_UNSPECIFIED ||
+      request.method() > v1::PATCH_METHOD_ATTRIBUTION) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("method=", static_cast<int>(request.method()),
+                     " is not a known PatchMethod"));
+  }
+  const bool attribution = request.method() == v1::PATCH_METHOD_ATTRIBUTION;
   if (request.max_batch_rows() < 0 ||
       request.max_batch_rows() > kMaxPatchBatchRows) {
     return absl::InvalidArgumentError(
@@ -219,6 +227,8 @@ absl::Status HandlePatch(const HandlerContext& ctx,
   plan->set_direction(direction == PatchDirection::kCleanIntoCorrupted
                           ? v1::PATCH_DIRECTION_CLEAN_INTO_CORRUPTED
                           : v1::PATCH_DIRECTION_CORRUPTED_INTO_CLEAN);
+  plan->set_method(attribution ? v1::PATCH_METHOD_ATTRIBUTION
+                               : v1::PATCH_METHOD_EXACT);
   StreamingCall<v1::PatchResponse> call(stream);
   if (!call.Write(plan_event)) return call.Finish(absl::OkStatus());
   // The runs are float32: inputs that differ in nothing (or nothing that
@@ -227,6 +237,30 @@ absl::Status HandlePatch(const HandlerContext& ctx,
   const bool has_ratio =
       std::abs(clean_diff - corrupted_diff) >
       1e-5 * std::max({1.0, std::abs(clean_diff), std::abs(corrupted_diff)});
+  auto fill = [&](size_t i, double d, v1::PatchResult* r) {
+    r->set_site_index(static_cast<int>(i));
+    *r->mutable_site() = ToProto(sites[i]);
+    r->set_logit_diff(d);
+    if (has_ratio) {
+      r->set_normalized_effect((d - corrupted_diff) /
+                               (clean_diff - corrupted_diff));
+    }
+  };
+  if (attribution) {
+    absl::StatusOr<PatchEstimates> estimates = EstimatePatchEffects(
+        model, clean, corrupted, direction, answer, foil, sites);
+    if (!estimates.ok()) return call.Finish(estimates.status());
+    for (size_t begin = 0; begin < sites.size(); begin += batch_rows) {
+      const size_t end = std::min(sites.size(), begin + batch_rows);
+      v1::PatchResponse event;
+      for (size_t i = begin; i < end; ++i) {
+        fill(i, estimates->logit_diffs[i],
+             event.mutable_results()->add_results());
+      }
+      if (!call.Write(event)) break;
+    }
+    return call.Finish(absl::OkStatus());
+  }
   for (size_t begin = 0; begin < sites.size(); begin += batch_rows) {
     if (call.Cancelled()) {
       return absl::CancelledError(absl::StrCat(
@@ -240,15 +274,8 @@ absl::Status HandlePatch(const HandlerContext& ctx,
     v1::PatchResponse event;
     for (size_t i = begin; i < end; ++i) {
       v1::PatchResult* r = event.mutable_results()->add_results();
-      r->set_site_index(static_cast<int>(i));
-      *r->mutable_site() = ToProto(sites[i]);
       for (float v : logits[i - begin]) r->add_logits(v);
-      const double d = diff(logits[i - begin]);
-      r->set_logit_diff(d);
-      if (has_ratio) {
-        r->set_normalized_effect((d - corrupted_diff) /
-                                 (clean_diff - corrupted_diff));
-      }
+      fill(i, diff(logits[i - begin]), r);
     }
     if (!call.Write(event)) break;
   }

@@ -180,4 +180,12 @@ grpc::Status BertologyService::Patch(
                [&] { return HandlePatch(ctx_, *request, stream); });
 }
 
+grpc::Status BertologyService::Attribute(
+    grpc::ServerContext* context, const v1::AttributeRequest* request,
+    grpc::ServerWriter<v1::AttributeResponse>* writer) {
+  const auto stream = StreamOf(context, writer);
+  return Serve(ctx_.metrics, authorizer_, "Attribute", *context,
+               [&] { return HandleAttribute(ctx_, *request, stream); });
+}
+
 }  // namespace bertology

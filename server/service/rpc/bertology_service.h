@@ -57,6 +57,9 @@ class BertologyService final : public v1::Bertology::Service {
   grpc::Status Patch(grpc::ServerContext* context,
                      const v1::PatchRequest* request,
                      grpc::ServerWriter<v1::PatchResponse>* writer) override;
+  grpc::Status Attribute(
+      grpc::ServerContext* context, const v1::AttributeRequest* request,
+      grpc::ServerWriter<v1::AttributeResponse>* writer) override;
 
  private:
   HandlerContext ctx_;
