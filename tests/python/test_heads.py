@@ -114,7 +114,8 @@ class HeadsTest(unittest.TestCase):
             want_rpcs = ["Tokenize", "GetAttention", "AnalyzeHeads",
                          "CompareAttention", "SegmentWords",
                          "ComputeHeadStatistics"] + (
-                ["Classify", "SweepAblation", "HeadImportance", "PruneCurve"]
+                ["Classify", "SweepAblation", "HeadImportance", "PruneCurve",
+                 "Attribute"]
                 if classifier else []) + (
                 ["Patch"] if v["head"] == "sequence_classification" else [])
             self.assertEqual(list(m.served_rpcs), want_rpcs, name)
