@@ -4,7 +4,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-venv demo bench model card format clean \
+.PHONY: all deps configure build test test-venv demo bench bench-attribution model card format clean \
 	check-libtorch-prefix soak test-asan test-asan-quick fuzz image image-test \
 	check-debian13 check-cuda-link
 
@@ -109,6 +109,12 @@ check-cuda-link: build
 
 bench: build test-venv
 	scripts/bench.sh $(BUILD_DIR)
+
+# Attribution patching against exact Patch on the shipped model (about 3
+# minutes; bench/RESULTS.md, "Attribution patching").
+bench-attribution: build
+	PYTHONPATH=$(BUILD_DIR)/python:client/python /usr/bin/python3 \
+	    bench/attribution_patching.py --bin $(BUILD_DIR)/bin --pairs 4
 
 # Re-creates the default model into out/querytitle-zh-tiny and its starting
 # point into out/querytitle-zh-tiny-mlm (masked-LM pretraining, then

@@ -48,6 +48,10 @@ BUILD_PKGS=(
   nlohmann-json3-dev libutf8proc-dev
   # The CLI's flags (client/cli/args.cc): header-only.
   libcli11-dev
+  # Boost.Graph's Boykov-Kolmogorov max-flow for attention flow
+  # (server/core/attribution/): header-only there, found through Boost's
+  # own CMake config (1.74 on Debian 12, 1.83 on 13).
+  libboost-graph-dev
   libgtest-dev libgmock-dev
   # libtorch 1.13 links the generic libblas.so.3; without an optimised
   # provider matrix products fall back to the reference BLAS (~25x slower).

@@ -23,7 +23,8 @@ constexpr char kUsage[] =
     "--corrupted-b=TEXT]\n"
     "       [--sites=heads|head-positions|residual-positions] "
     "[--direction=clean-into-corrupted|corrupted-into-clean]\n"
-    "       [--answer=N --foil=N] [--top=N] [--out=DIR]\n"
+    "       [--answer=N --foil=N] [--method=exact|attribution] [--top=N] "
+    "[--out=DIR]\n"
     "Activation patching: for every site (a head's output, a head's "
     "output at one\ntoken, or the residual stream entering a layer at one "
     "token), runs one input with the other run's activation "
@@ -63,6 +64,11 @@ std::vector<FlagSpec> PatchFlags() {
        "class whose logit counts down (default: the corrupted prediction, "
        "or the clean runner-up)",
        "N"},
+      {"method", true,
+       "exact (default: a patched forward pass per site) or attribution "
+       "(the first-order estimate of every site from one forward and one "
+       "backward pass)",
+       "M"},
       {"top", true, "sites in the table (default 20; 0: all)", "N"},
       {"batch-rows", true, "sites per forward pass (0: the server's default)",
        "N"},
@@ -111,6 +117,15 @@ absl::StatusOr<v1::PatchRequest> BuildRequest(const Args& args) {
     return absl::InvalidArgumentError(
         absl::StrCat("--direction=", direction,
                      " is not clean-into-corrupted or corrupted-into-clean"));
+  }
+  const std::string method = args.Get("method", "exact");
+  if (method == "exact") {
+    request.set_method(v1::PATCH_METHOD_EXACT);
+  } else if (method == "attribution") {
+    request.set_method(v1::PATCH_METHOD_ATTRIBUTION);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--method=", method, " is not exact or attribution"));
   }
   for (const char* flag : {"answer", "foil", "batch-rows"}) {
     absl::StatusOr<int> v = args.GetInt(flag, 0);

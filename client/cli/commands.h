@@ -29,6 +29,7 @@ absl::Status RunCompare(const Argv& argv);     // cmd_compare.cc
 absl::Status RunSegment(const Argv& argv);     // cmd_segment.cc
 absl::Status RunStatistics(const Argv& argv);  // cmd_statistics.cc
 absl::Status RunPatch(const Argv& argv);       // cmd_patch.cc
+absl::Status RunAttribute(const Argv& argv);   // cmd_attribute.cc
 
 // Parses `argv` with `flags` (plus --help). For --help, prints the help and
 // returns QuietExit(kExitOk); a usage error comes back with kExitUsage.

@@ -42,6 +42,8 @@ constexpr char kUsage[] =
     "resample\n"
     "  patch      activation patching of a clean and a corrupted input, per "
     "head\n"
+    "  attribute  token attribution (saliency, integrated gradients, "
+    "rollout, ...)\n"
     "\n"
     "Exit codes:\n"
     "  0  success\n"
@@ -82,7 +84,7 @@ Command FindCommand(const std::string& command) {
       {"analyze", RunAnalyze},   {"importance", RunImportance},
       {"prune", RunPrune},       {"compare", RunCompare},
       {"segment", RunSegment},   {"statistics", RunStatistics},
-      {"patch", RunPatch},
+      {"patch", RunPatch},       {"attribute", RunAttribute},
   };
   auto it = kCommands.find(command);
   return it == kCommands.end() ? nullptr : it->second;

@@ -24,12 +24,19 @@ double Effect(const v1::PatchResult& r) {
   return r.has_normalized_effect() ? r.normalized_effect() : kNaN;
 }
 
+bool IsAttribution(const v1::PatchPlan& plan) {
+  return plan.method() == v1::PATCH_METHOD_ATTRIBUTION;
+}
+
 std::string Subtitle(const v1::PatchPlan& plan) {
   return absl::StrFormat(
-      "%s · logit[%d] - logit[%d]: clean %.3f, corrupted %.3f · 1 = clean "
+      "%s%s · logit[%d] - logit[%d]: clean %.3f, corrupted %.3f · 1 = clean "
       "behaviour",
-      DirectionName(plan.direction()), plan.answer(), plan.foil(),
-      plan.clean_logit_diff(), plan.corrupted_logit_diff());
+      DirectionName(plan.direction()),
+      IsAttribution(plan) ? " · attribution patching (first-order estimate)"
+                          : "",
+      plan.answer(), plan.foil(), plan.clean_logit_diff(),
+      plan.corrupted_logit_diff());
 }
 
 }  // namespace
@@ -54,6 +61,10 @@ std::string DirectionName(v1::PatchDirection direction) {
   return direction == v1::PATCH_DIRECTION_CORRUPTED_INTO_CLEAN
              ? "corrupted-into-clean"
              : "clean-into-corrupted";
+}
+
+std::string PatchMethodName(v1::PatchMethod method) {
+  return method == v1::PATCH_METHOD_ATTRIBUTION ? "attribution" : "exact";
 }
 
 std::string SiteName(const v1::PatchSite& site) {
@@ -82,7 +93,8 @@ std::string PatchJson(const PatchRun& run) {
                                               p.corrupted_logits().end())},
       {"clean_logit_diff", p.clean_logit_diff()},
       {"corrupted_logit_diff", p.corrupted_logit_diff()},
-      {"direction", DirectionName(p.direction())}};
+      {"direction", DirectionName(p.direction())},
+      {"method", PatchMethodName(p.method())}};
   nlohmann::json results = nlohmann::json::array();
   for (const v1::PatchResult& r : run.results) {
     const v1::PatchSite& s = r.site();
@@ -104,7 +116,9 @@ std::string PatchJson(const PatchRun& run) {
 
 std::string PatchCsv(const PatchRun& run) {
   std::string out =
-      "site_index,kind,layer,head,position,logit_diff,normalized_effect\n";
+      "site_index,kind,layer,head,position,logit_diff,normalized_effect,"
+      "method\n";
+  const std::string method = PatchMethodName(run.plan.method());
   for (const v1::PatchResult& r : run.results) {
     const v1::PatchSite& s = r.site();
     absl::StrAppend(&out, r.site_index(), ",",
@@ -115,7 +129,7 @@ std::string PatchCsv(const PatchRun& run) {
                     r.has_normalized_effect()
                         ? absl::StrFormat("%.17g", r.normalized_effect())
                         : "",
-                    "\n");
+                    ",", method, "\n");
   }
   return out;
 }
@@ -140,10 +154,16 @@ std::string PatchTable(const PatchRun& run, int top) {
   const v1::PatchDirection direction = p.direction();
   const bool noising = direction == v1::PATCH_DIRECTION_CORRUPTED_INTO_CLEAN;
   std::string out = absl::StrFormat(
-      "%s, %d sites, %d tokens\nlogit[%d] - logit[%d]: clean %.4f, "
-      "corrupted %.4f\nranked by %s: %s\n",
-      DirectionName(direction), p.num_sites(), p.num_tokens(), p.answer(),
-      p.foil(), p.clean_logit_diff(), p.corrupted_logit_diff(),
+      "%s, %d sites, %d tokens, method %s%s\nlogit[%d] - logit[%d]: clean "
+      "%.4f, corrupted %.4f\nranked by %s: %s\n",
+      DirectionName(direction), p.num_sites(), p.num_tokens(),
+      PatchMethodName(p.method()),
+      // The exact table keeps its lines (scripts cut it by line number).
+      IsAttribution(p) ? "\n(attribution patching: each logit_diff is the "
+                         "first-order estimate from one forward and one "
+                         "backward pass)"
+                       : "",
+      p.answer(), p.foil(), p.clean_logit_diff(), p.corrupted_logit_diff(),
       PatchScoreName(direction),
       noising ? "how much of the clean behaviour the site alone destroys "
                 "(noising; 0 = no change)"

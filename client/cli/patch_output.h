@@ -25,16 +25,21 @@ absl::Status CheckPatchRun(const PatchRun& run);
 
 // "clean-into-corrupted" / "corrupted-into-clean".
 std::string DirectionName(v1::PatchDirection direction);
+// "exact" (also UNSPECIFIED) / "attribution".
+std::string PatchMethodName(v1::PatchMethod method);
 // "L3H5", "L3H5@7", "resid L3", "resid L3@7".
 std::string SiteName(const v1::PatchSite& site);
 
-// {"plan": {...}, "results": [{site_index, kind, layer, head, position,
-// logits, logit_diff, normalized_effect}]}; position and normalized_effect
-// are null when unset.
+// {"plan": {..., method}, "results": [{site_index, kind, layer, head,
+// position, logits, logit_diff, normalized_effect}]}; position and
+// normalized_effect are null when unset; logits are empty for the
+// attribution method (it estimates logit_diff alone).
 std::string PatchJson(const PatchRun& run);
 
-// Header: site_index,kind,layer,head,position,logit_diff,normalized_effect;
-// position and normalized_effect are empty when unset.
+// Header: site_index,kind,layer,head,position,logit_diff,normalized_effect,
+// method; position and normalized_effect are empty when unset; method is
+// the plan's ("exact", or "attribution": logit_diff is then the
+// first-order estimate).
 std::string PatchCsv(const PatchRun& run);
 
 // How strongly a site matters in the run's direction, the score the table
@@ -49,9 +54,9 @@ double PatchSiteScore(const v1::PatchResult& result,
 // "|normalized_effect|" or "|1 - normalized_effect|".
 std::string PatchScoreName(v1::PatchDirection direction);
 
-// The run's logit differences, then the `top` sites by PatchSiteScore
-// (descending; ties and sites without a score in site order, the latter
-// last), one line each; the header names the score.
+// The run's method and logit differences, then the `top` sites by
+// PatchSiteScore (descending; ties and sites without a score in site order, the
+// latter last), one line each; the header names the score.
 std::string PatchTable(const PatchRun& run, int top);
 
 // Whole-head sites (no position) as a layers x heads grid.

@@ -59,16 +59,39 @@ TEST(PatchOutputTest, CsvAndJsonHoldEverySite) {
   const std::string csv = PatchCsv(run);
   EXPECT_TRUE(absl::StartsWith(
       csv,
-      "site_index,kind,layer,head,position,logit_diff,normalized_effect\n"
-      "0,head,0,0,,0,0.5\n1,head,0,1,,-2,\n"))
+      "site_index,kind,layer,head,position,logit_diff,normalized_effect,"
+      "method\n0,head,0,0,,0,0.5,exact\n1,head,0,1,,-2,,exact\n"))
       << csv;
   const nlohmann::json j = nlohmann::json::parse(PatchJson(run));
   EXPECT_EQ(j["plan"]["tokens"][1], "good");
   EXPECT_EQ(j["plan"]["direction"], "clean-into-corrupted");
+  EXPECT_EQ(j["plan"]["method"], "exact");
   ASSERT_EQ(j["results"].size(), 4u);
   EXPECT_TRUE(j["results"][1]["normalized_effect"].is_null());
   EXPECT_TRUE(j["results"][0]["position"].is_null());
   EXPECT_DOUBLE_EQ(j["results"][3]["normalized_effect"].get<double>(), 1.0 / 3);
+}
+
+// Attribution patching: no logits per site, the method named in the plan
+// line, the CSV, the JSON and the figure's subtitle.
+TEST(PatchOutputTest, AttributionMethodIsLabelledWithoutLogits) {
+  PatchRun run = HeadRun();
+  run.plan.set_method(v1::PATCH_METHOD_ATTRIBUTION);
+  for (v1::PatchResult& r : run.results) r.clear_logits();
+  const std::string csv = PatchCsv(run);
+  EXPECT_TRUE(absl::StrContains(csv, "\n0,head,0,0,,0,0.5,attribution\n"))
+      << csv;
+  const nlohmann::json j = nlohmann::json::parse(PatchJson(run));
+  EXPECT_EQ(j["plan"]["method"], "attribution");
+  EXPECT_TRUE(j["results"][0]["logits"].empty());
+  const std::string table = PatchTable(run, 2);
+  EXPECT_TRUE(absl::StrContains(table, "tokens, method attribution\n"))
+      << table;
+  EXPECT_TRUE(
+      absl::StrContains(PatchHeadGrid(run).subtitle, "attribution patching"));
+  EXPECT_TRUE(
+      absl::StrContains(PatchTable(HeadRun(), 2), "tokens, method exact\n"));
+  EXPECT_EQ(PatchMethodName(v1::PATCH_METHOD_UNSPECIFIED), "exact");
 }
 
 TEST(PatchOutputTest, TableRanksByAbsoluteEffect) {

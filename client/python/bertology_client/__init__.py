@@ -22,8 +22,9 @@ True
 >>> list(frame.columns[:3])
 ['layer', 'head', 'to_cls']
 
-Sweeps, head statistics, importance, pruning, segmentation and patching
-results are dicts with to_frame() (bertology_client.frames).
+Sweeps, head statistics, importance, pruning, segmentation, patching and
+token attribution (Client.attribute) results are dicts with to_frame()
+(bertology_client.frames).
 """
 
 from bertology_client.client import (Client, ClassifyResult, SweepEvent,

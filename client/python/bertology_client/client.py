@@ -20,11 +20,12 @@ dict); "resample" also takes draws=, seed= and alignment= ("matched" or
 """
 
 import collections
-from typing import Any, Dict, Iterator
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 import grpc
 import numpy as np
 
+from bertology_client import attribution as _attribution
 from bertology_client.frames import Result
 
 from bertology.v1 import bertology_pb2 as pb
@@ -308,7 +309,10 @@ def _patch_plan_dict(p):
                                          dtype=np.float32),
             "clean_logit_diff": p.clean_logit_diff,
             "corrupted_logit_diff": p.corrupted_logit_diff,
-            "direction": direction}
+            "direction": direction,
+            "method": ("attribution"
+                       if p.method == pb.PATCH_METHOD_ATTRIBUTION
+                       else "exact")}
 
 
 def _patch_result_dict(r):
@@ -321,8 +325,9 @@ def _patch_result_dict(r):
             "position": s.position if s.HasField("position") else None,
             "logits": np.array(r.logits, dtype=np.float32),
             "logit_diff": r.logit_diff,
-            # None when the clean and corrupted logit differences are equal
-            # (no ratio exists).
+            # Empty for method="attribution" (it estimates logit_diff
+            # alone). normalized_effect: None when the clean and corrupted
+            # logit differences are equal (no ratio exists).
             "normalized_effect": (r.normalized_effect
                                   if r.HasField("normalized_effect")
                                   else None)}
@@ -850,7 +855,8 @@ class Client:
 
     def patch(self, clean, corrupted, sites="heads",
               direction="clean-into-corrupted", answer=None, foil=None,
-              max_batch_rows=0, model=None, timeout=None, on_progress=None) -> Result:
+              max_batch_rows=0, model=None, timeout=None, on_progress=None,
+              method: str = "exact") -> Result:
         """Activation patching (Patch) of `clean` and `corrupted` (a string,
         a (text_a, text_b) pair or a dict; they must tokenize to the same
         length). `sites`: "heads" (every (layer, head), all positions),
@@ -862,19 +868,25 @@ class Client:
         protos). `direction`: "clean-into-corrupted" (which sites restore
         the clean behaviour) or "corrupted-into-clean". The score is
         logit[answer] - logit[foil] (None: the server's choice, see the
-        proto). Returns {"plan": dict, "results": [dict per site, in site
-        order: "site_index", "kind", "layer", "head", "position" (None:
-        every position), "logits", "logit_diff", "normalized_effect" (1:
-        behaves as the clean run, 0: as the corrupted one; None when the
-        two runs score the same)]}. `on_progress(done, total)` after each
-        batch."""
+        proto). `method`: "exact" (a patched forward pass per site) or
+        "attribution" (attribution patching: every site's logit_diff is
+        the first-order estimate from one forward and one backward pass,
+        with no logits). Returns {"plan": dict (with "method"), "results":
+        [dict per site, in site order: "site_index", "kind", "layer",
+        "head", "position" (None: every position), "logits" (empty for
+        "attribution"), "logit_diff", "normalized_effect" (1: behaves as
+        the clean run, 0: as the corrupted one; None when the two runs
+        score the same)]}. `on_progress(done, total)` after each batch."""
         if direction not in _DIRECTIONS:
             raise ValueError("direction must be one of %s, not %r" %
                              (sorted(_DIRECTIONS), direction))
         req = pb.PatchRequest(model=self._model(model), clean=_pair(clean),
                               corrupted=_pair(corrupted),
                               direction=_DIRECTIONS[direction],
-                              max_batch_rows=max_batch_rows)
+                              max_batch_rows=max_batch_rows,
+                              method=_attribution.choice(
+                                  _attribution.PATCH_METHODS, method,
+                                  "method"))
         if sites == "heads":
             req.all_heads = True
         elif sites == "head-positions":
@@ -905,6 +917,53 @@ class Client:
         if out["plan"] is None:
             raise RuntimeError("Patch sent no plan")
         return Result("patch", out)
+
+    def attribute(self, inputs, methods: Optional[Sequence[str]] = None,
+                  target: Optional[int] = None,
+                  target_position: Optional[int] = None,
+                  output: str = "logit", baseline: str = "pad",
+                  rule: str = "gauss-legendre", steps: Optional[int] = None,
+                  granularity: str = "token", mask=None, mode=None,
+                  model=None, timeout=None,
+                  on_progress: Optional[Callable[[int, int], None]] = None,
+                  statistics=None) -> Result:
+        """Token attribution (Attribute) of `inputs` (strings, (text_a,
+        text_b) pairs or dicts) under one mask (any accepted form; mode
+        "resample" is refused). `methods`: names from "saliency",
+        "gradient-x-input", "integrated-gradients", "rollout", "flow",
+        "attention-x-gradient" (None: all six, in that order). `target`:
+        the class explained (None: each input's predicted class);
+        `target_position`: token classifiers' token. `output`: "logit" or
+        "probability"; integrated gradients' `baseline` ("pad", "zero",
+        "mask"), `rule` ("gauss-legendre", "trapezoid") and `steps` (None:
+        50); `granularity` "token" or "word" (a word's pieces summed).
+        Returns {"results": [dict per input, in input order:
+        "input_index", "tokens" and "units" (dicts; a score per unit),
+        "target", "target_position", "output", "output_value" (f(x)),
+        "logits", "methods": {name: {"scores" (float64 [units]),
+        "completeness_gap" and "baseline_output" (integrated gradients,
+        else None), "steps"}} in the order asked]}; to_frame() has a row
+        per input x unit x method. `on_progress(done, total)` for each
+        progress event."""
+        req = _attribution.attribute_request(
+            [_pair(x) for x in inputs], methods, target, target_position,
+            output, baseline, rule, steps, granularity, self._model(model))
+        hm = head_mask_proto(mask, mode, statistics)
+        if hm is not None:
+            req.head_mask.CopyFrom(hm)
+        results = []
+        stream = self._stub.Attribute(req,
+                                      timeout=timeout or self.timeout * 10)
+        for event in stream:
+            kind = event.WhichOneof("event")
+            if kind == "progress" and on_progress is not None:
+                on_progress(event.progress.done, event.progress.total)
+            elif kind == "result":
+                results.append(_attribution.result_dict(event.result))
+        if len(results) != len(req.inputs):
+            raise RuntimeError("Attribute sent %d results for %d inputs" %
+                               (len(results), len(req.inputs)))
+        return Result("attribution", {"results": results})
 
     def _result_stream(self, method, req, timeout, on_progress):
         """The one result of a progress/result stream (AnalyzeHeads,

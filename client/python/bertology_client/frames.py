@@ -12,6 +12,11 @@ conversion is by the result's kind:
                  "raw_importance", segment_words' scores)
   "patch"        one row per patched site, in site order
   "prune"        one row per step, "masked_this_step" as "L0H1;L3H2"
+  "attribution"  one row per input x unit x method (input, then unit, then
+                 method in the order asked): input_index, unit, text,
+                 segment, special, method, score, target, completeness_gap
+                 (integrated gradients' rows only, else NaN): the columns
+                 of `bertology attribute`'s attribution.csv
 """
 
 from typing import Any, Dict, List
@@ -79,8 +84,26 @@ def prune_frame(result):
     return _pandas().DataFrame([_scalars(s) for s in result["steps"]])
 
 
+def attribution_frame(result):
+    rows: List[Dict[str, Any]] = []
+    for r in result["results"]:
+        for u, unit in enumerate(r["units"]):
+            for name, m in r["methods"].items():
+                gap = m["completeness_gap"]
+                rows.append({"input_index": r["input_index"], "unit": u,
+                             "text": unit["text"], "segment": unit["segment"],
+                             "special": unit["special"], "method": name,
+                             "score": float(m["scores"][u]),
+                             "target": r["target"],
+                             "completeness_gap": np.nan if gap is None
+                             else gap})
+    return _pandas().DataFrame(rows, columns=[
+        "input_index", "unit", "text", "segment", "special", "method",
+        "score", "target", "completeness_gap"])
+
+
 _FRAMES = {"sweep": sweep_frame, "heads": heads_frame, "patch": patch_frame,
-           "prune": prune_frame}
+           "prune": prune_frame, "attribution": attribution_frame}
 
 
 class Result(dict):

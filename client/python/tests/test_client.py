@@ -94,6 +94,66 @@ class HeadMaskTest(unittest.TestCase):
         zero = _patch_result_dict(pb.PatchResult(normalized_effect=0.0))
         self.assertEqual(zero["normalized_effect"], 0.0)
 
+    def test_attribution_conversions(self):
+        from bertology_client.attribution import (attribute_request,
+                                                  result_dict)
+        req = attribute_request([pb.TextInput(text_a="x")], None, None, None,
+                                "logit", "pad", "gauss-legendre", None,
+                                "token", "tiny")
+        # None: all six, named, in the proto's order.
+        self.assertEqual(list(req.methods), list(range(1, 7)))
+        for field in ("target", "target_position", "steps"):
+            self.assertFalse(req.HasField(field), field)
+        req = attribute_request([], "rollout", 2, 0, "probability", "mask",
+                                "trapezoid", 8, "word", "")
+        self.assertEqual(list(req.methods),
+                         [pb.ATTRIBUTION_METHOD_ATTENTION_ROLLOUT])
+        self.assertEqual((req.target, req.target_position, req.steps),
+                         (2, 0, 8))
+        self.assertTrue(req.HasField("target_position"))
+        self.assertEqual(req.rule, pb.INTEGRATION_RULE_RIEMANN_TRAPEZOID)
+        self.assertEqual(req.baseline, pb.ATTRIBUTION_BASELINE_MASK)
+        self.assertEqual(req.granularity, pb.GRANULARITY_WORD)
+        for bad in ({"methods": ["lime"]}, {"output": "loss"},
+                    {"rule": "simpson"}, {"baseline": "noise"}):
+            args = dict(methods=None, target=None, target_position=None,
+                        output="logit", baseline="pad",
+                        rule="gauss-legendre", steps=None,
+                        granularity="token", model="")
+            args.update(bad)
+            with self.assertRaises(ValueError):
+                attribute_request([], **args)
+        r = pb.AttributionResult(input_index=1, target=2, output_value=0.5)
+        r.units.add(text="[CLS]", special=True)
+        r.units.add(text="cat", segment=0)
+        r.methods.add(method=pb.ATTRIBUTION_METHOD_SALIENCY, scores=[1, 2])
+        r.methods.add(method=pb.ATTRIBUTION_METHOD_INTEGRATED_GRADIENTS,
+                      scores=[0, -1], completeness_gap=0.0, steps=50)
+        d = result_dict(r)
+        self.assertEqual(list(d["methods"]),
+                         ["saliency", "integrated-gradients"])
+        self.assertIsNone(d["methods"]["saliency"]["completeness_gap"])
+        # A gap of exactly 0 is a value, not "unset".
+        self.assertEqual(d["methods"]["integrated-gradients"]
+                         ["completeness_gap"], 0.0)
+        self.assertEqual(d["output"], "logit")
+        np.testing.assert_array_equal(
+            d["methods"]["integrated-gradients"]["scores"], [0, -1])
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            return
+        f = bertology_client.Result("attribution",
+                                    {"results": [d]}).to_frame()
+        self.assertEqual(list(f.columns),
+                         ["input_index", "unit", "text", "segment", "special",
+                          "method", "score", "target", "completeness_gap"])
+        self.assertEqual(len(f), 2 * 2)
+        self.assertEqual(list(f["method"]), ["saliency",
+                                             "integrated-gradients"] * 2)
+        self.assertEqual(f["score"].iloc[3], -1)
+        self.assertTrue(np.isnan(f["completeness_gap"].iloc[0]))
+
     def test_relative_change_unset_is_none(self):
         # The server leaves it unset at a zero baseline: None, not 0.
         from bertology_client.client import _mask_result_dict
@@ -413,6 +473,87 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             self.client.patch("a", "b", sites="everything")
 
+    def test_attribute(self):
+        """Every method on two inputs: a score per unit, in the order
+        asked; rollout's scores sum to 1 (attention rows); options and the
+        mask reach the server."""
+        out = self.client.attribute([PAIRS[0], "it was there"], steps=8)
+        results = out["results"]
+        self.assertEqual([r["input_index"] for r in results], [0, 1])
+        for r in results:
+            self.assertEqual(list(r["methods"]),
+                             ["saliency", "gradient-x-input",
+                              "integrated-gradients", "rollout", "flow",
+                              "attention-x-gradient"])
+            n = len(r["units"])
+            self.assertEqual(len(r["tokens"]), n)  # token granularity
+            self.assertEqual(r["units"][0]["text"], "[CLS]")
+            for name, m in r["methods"].items():
+                self.assertEqual(m["scores"].shape, (n,), name)
+                self.assertTrue(np.all(np.isfinite(m["scores"])), name)
+            self.assertTrue(np.all(r["methods"]["saliency"]["scores"] >= 0))
+            self.assertAlmostEqual(r["methods"]["rollout"]["scores"].sum(),
+                                   1.0, places=4)
+            ig = r["methods"]["integrated-gradients"]
+            self.assertEqual(ig["steps"], 8)
+            self.assertIsNotNone(ig["completeness_gap"])
+            self.assertIsNotNone(ig["baseline_output"])
+            self.assertIsNone(r["methods"]["flow"]["completeness_gap"])
+            self.assertEqual(r["output"], "logit")
+            # The target defaults to the predicted class; f(x) is its logit.
+            self.assertEqual(r["target"], int(np.argmax(r["logits"])))
+            self.assertAlmostEqual(r["output_value"],
+                                   float(r["logits"][r["target"]]), places=4)
+        classify = self.client.classify([PAIRS[0]])
+        np.testing.assert_allclose(results[0]["logits"], classify.logits[0],
+                                   atol=1e-4)
+        # One class, probabilities, words, two methods in this order, under
+        # a mask (the logits then are the masked model's).
+        masked = {"ablate": [(0, 1), (self.info["num_layers"] - 1, 0)]}
+        word = self.client.attribute(
+            ["the cat was here"], methods=["integrated-gradients", "saliency"],
+            target=0, output="probability", baseline="zero",
+            rule="trapezoid", steps=4, granularity="word", mask=masked)
+        r = word["results"][0]
+        self.assertEqual(list(r["methods"]),
+                         ["integrated-gradients", "saliency"])
+        self.assertEqual((r["target"], r["output"]), (0, "probability"))
+        self.assertEqual([u["text"] for u in r["units"]],
+                         ["[CLS]", "the", "cat", "was", "here", "[SEP]"])
+        self.assertEqual(r["methods"]["integrated-gradients"]["steps"], 4)
+        self.assertGreater(len(r["tokens"]), len(r["units"]))
+        probabilities = self.client.classify(["the cat was here"],
+                                             mask=masked).probabilities[0]
+        self.assertAlmostEqual(r["output_value"], float(probabilities[0]),
+                               places=4)
+        with self.assertRaises(ValueError):
+            self.client.attribute(["x"], methods=["lime"])
+        with self.assertRaises(grpc.RpcError):  # resample: refused
+            self.client.attribute(["x"], mask={"ablate": [(0, 0)],
+                                               "mode": "resample",
+                                               "statistics": "hs-1"})
+
+    def test_patch_attribution(self):
+        """Attribution patching: the same sites and plan as the exact run,
+        each logit_diff an estimate with no logits."""
+        L, H = self.info["num_layers"], self.info["num_heads"]
+        clean, corrupted = "this was not what they said", \
+            "this is not what they said"
+        exact = self.client.patch(clean, corrupted)
+        out = self.client.patch(clean, corrupted, method="attribution")
+        self.assertEqual(exact["plan"]["method"], "exact")
+        self.assertEqual(out["plan"]["method"], "attribution")
+        for key in ("clean_logit_diff", "corrupted_logit_diff"):
+            self.assertAlmostEqual(out["plan"][key], exact["plan"][key],
+                                   places=4)
+        self.assertEqual([(r["layer"], r["head"]) for r in out["results"]],
+                         [(l, h) for l in range(L) for h in range(H)])
+        for r in out["results"]:
+            self.assertEqual(r["logits"].size, 0)
+            self.assertTrue(np.isfinite(r["logit_diff"]))
+        with self.assertRaises(ValueError):
+            self.client.patch(clean, corrupted, method="guess")
+
     def test_module_docstring_runs(self):
         """The package's docstring example, run against this server."""
         result = doctest.testmod(bertology_client,
@@ -469,6 +610,14 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(list(f["site_index"]), list(range(len(f))))
         prune = self.client.prune_curve(examples, threshold=0.5)
         self.assertEqual(len(prune.to_frame()), len(prune["steps"]))
+        attr = self.client.attribute(PAIRS[:2], methods=["saliency", "flow"])
+        f = attr.to_frame()
+        units = sum(len(r["units"]) for r in attr["results"])
+        self.assertEqual(len(f), units * 2)
+        row = f[(f["input_index"] == 1) & (f["unit"] == 2) &
+                (f["method"] == "flow")]
+        self.assertEqual(float(row["score"].iloc[0]),
+                         attr["results"][1]["methods"]["flow"]["scores"][2])
 
     def test_installed_package(self):
         """Under the package test (client/python/tests/install_test.sh): the

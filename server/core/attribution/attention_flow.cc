@@ -28,10 +28,9 @@ struct Arc {
 };
 
 // A max-flow network on a fixed set of arcs, each with its reverse arc of
-// capacity 0, as a CSR graph (contiguous edges: ~1.3x faster than an
-// adjacency_list here) with the maps Boykov-Kolmogorov needs. MaxFlow may
-// be called again with other terminals: BK resets the residual capacities
-// itself. Needs at most one arc per ordered vertex pair.
+// capacity 0, as a CSR graph (contiguous arcs, found by index) with the
+// maps Boykov-Kolmogorov needs. MaxFlow may be called again: BK resets the
+// residual capacities itself. At most one arc per ordered vertex pair.
 class FlowNetwork {
  public:
   FlowNetwork(std::vector<Arc> arcs, std::size_t vertices) {
@@ -53,8 +52,8 @@ class FlowNetwork {
     for (Vertex u = 0; u < vertices; ++u) {
       for (auto [e, e_end] = boost::out_edges(u, graph_); e != e_end; ++e) {
         auto [r, r_end] = boost::out_edges(boost::target(*e, graph_), graph_);
-        reverse_[(*e).idx] = *std::lower_bound(
-            r, r_end, u, [this](const Edge& x, Vertex v) {
+        reverse_[(*e).idx] =
+            *std::lower_bound(r, r_end, u, [this](const Edge& x, Vertex v) {
               return boost::target(x, graph_) < v;
             });
       }
@@ -75,6 +74,15 @@ class FlowNetwork {
         boost::make_iterator_property_map(color_.begin(), vertex),
         boost::make_iterator_property_map(distance_.begin(), vertex), vertex,
         source, sink);
+  }
+
+  // Sets each arc out of `u` to capacity(its target); `u` must have no arcs
+  // in (or their reverse arcs would change too).
+  template <typename Capacity>
+  void SetOutCapacities(Vertex u, Capacity capacity) {
+    for (auto [e, e_end] = boost::out_edges(u, graph_); e != e_end; ++e) {
+      capacity_[(*e).idx] = capacity(boost::target(*e, graph_));
+    }
   }
 
   // After MaxFlow: black for the source's search tree, white for the
@@ -107,8 +115,8 @@ std::vector<double> ResidualAttention(const std::vector<double>& mean_attention,
   return out;
 }
 
-absl::Status CheckAttentionLayers(const std::vector<std::vector<double>>& layers,
-                                  int tokens, int query) {
+absl::Status CheckAttentionLayers(
+    const std::vector<std::vector<double>>& layers, int tokens, int query) {
   if (tokens < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("tokens must be at least 1, got ", tokens));
@@ -123,9 +131,9 @@ absl::Status CheckAttentionLayers(const std::vector<std::vector<double>>& layers
   const std::size_t size = std::size_t{1} * tokens * tokens;
   for (std::size_t l = 0; l < layers.size(); ++l) {
     if (layers[l].size() != size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "layer ", l, "'s map has ", layers[l].size(), " values, want ",
-          tokens, " x ", tokens, " = ", size));
+      return absl::InvalidArgumentError(
+          absl::StrCat("layer ", l, "'s map has ", layers[l].size(),
+                       " values, want ", tokens, " x ", tokens, " = ", size));
     }
     for (std::size_t k = 0; k < size; ++k) {
       if (!std::isfinite(layers[l][k]) || layers[l][k] < 0) {
@@ -158,38 +166,48 @@ std::vector<double> AttentionRollout(
 
 namespace {
 
-// Arcs of AttentionFlow's layered graph: arc (l, j) -> (l+1, i), capacity
-// A'_l[i, j], is entry (l, i * T + j); only those into (L, query) of the
-// top map, since other top nodes reach no sink. Most of a dense map's arcs
-// carry nothing in a maximum flow, and BK's time grows with the arcs it
-// scans (T = 128, L = 24: 2-6 s on all of them), so the network starts
-// with the input and output layers whole and, in between, each row's and
-// each column's kTopArcs largest entries. A flow found there is maximal in
-// the whole graph when some minimum cut of the subgraph has no left-out arc
-// leaving its source side: the cut's capacity is then the same in the
-// whole graph and bounds every flow. Otherwise those arcs join and the
-// flow is found again; arcs once in stay in for the next sources.
-constexpr int kTopArcs = 4;
+// AttentionFlow's layered graph as a network: (l, i) for l >= 1 as in the
+// header; the input layer as one source vertex whose arcs to (1, i) take
+// the capacities A'_0[i, t] of the source t at hand (one graph for every
+// source, without the T^2 - T arcs of the other inputs). Only the arcs
+// into (L, query) of the top map: other top nodes reach no sink.
+//
+// Most of a dense map's arcs carry nothing in a maximum flow, and BK's time
+// grows with the arcs it scans (T = 128, L = 24: 2-3 s on all of them), so
+// the network starts with the first and last maps' arcs and, from each
+// map in between, each row's and each column's kTopArcs largest entries.
+// A flow found there is maximal in the whole graph when some minimum cut of
+// the subgraph has no left-out arc leaving its source side: the cut's
+// capacity is then the same in the whole graph, and bounds every flow.
+// Otherwise those arcs join and the flow is found again; every
+// kRoundsPerDoubling such rounds the rows' and columns' arcs kept double,
+// up to all. Arcs stay in for later sources.
+constexpr int kTopArcs = 8;
+constexpr int kRoundsPerDoubling = 4;
 
 class LayeredArcs {
  public:
   LayeredArcs(const std::vector<std::vector<double>>& layers, int tokens,
               int query)
       : layers_(layers), tokens_(tokens), query_(query) {
-    const int top = static_cast<int>(layers.size()) - 1;
-    std::vector<int> order(tokens);
-    for (int l = 0; l <= top; ++l) {
+    const std::size_t top = layers.size() - 1;
+    for (std::size_t l = 0; l <= top; ++l) {
       keep_.emplace_back(layers[l].size(), l == 0 || l == top);
-      if (l == 0 || l == top) continue;
+    }
+  }
+
+  // Keeps each row's and each column's `n` largest entries of every map.
+  void KeepTop(int n) {
+    n = std::min(n, tokens_);
+    std::vector<int> order(tokens_);
+    for (std::size_t l = 1; l + 1 < layers_.size(); ++l) {
+      const std::vector<double>& a = layers_[l];
       for (bool by_row : {true, false}) {
-        for (int a = 0; a < tokens; ++a) {
-          auto at = [&](int b) { return by_row ? Index(a, b) : Index(b, a); };
+        for (int r = 0; r < tokens_; ++r) {
+          auto at = [&](int c) { return by_row ? Index(r, c) : Index(c, r); };
           std::iota(order.begin(), order.end(), 0);
-          const int n = std::min(kTopArcs, tokens);
           std::partial_sort(order.begin(), order.begin() + n, order.end(),
-                            [&](int x, int y) {
-                              return layers[l][at(x)] > layers[l][at(y)];
-                            });
+                            [&](int x, int y) { return a[at(x)] > a[at(y)]; });
           for (int k = 0; k < n; ++k) keep_[l][at(order[k])] = 1;
         }
       }
@@ -197,12 +215,18 @@ class LayeredArcs {
   }
 
   std::size_t vertices() const { return (layers_.size() + 1) * tokens_; }
+  Vertex source() const { return 0; }
   Vertex node(std::size_t l, int i) const { return l * tokens_ + i; }
+  // The capacity of the source's arc to `v` = (1, i) for input token t.
+  double SourceCapacity(int t, Vertex v) const {
+    return layers_[0][Index(static_cast<int>(v - tokens_), t)];
+  }
 
-  // The kept arcs, for a FlowNetwork.
+  // The kept arcs, for a FlowNetwork; the source's with capacity 0.
   std::vector<Arc> Kept() const {
-    std::vector<Arc> arcs;
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
+    std::vector<Arc> arcs(tokens_);
+    for (int i = 0; i < tokens_; ++i) arcs[i] = {source(), node(1, i), 0};
+    for (std::size_t l = 1; l < layers_.size(); ++l) {
       for (int i = 0; i < tokens_; ++i) {
         for (int j = 0; j < tokens_; ++j) {
           if (IsArc(l, i) && keep_[l][Index(i, j)] && Cap(l, i, j) > 0) {
@@ -219,7 +243,7 @@ class LayeredArcs {
   std::vector<std::pair<std::size_t, std::size_t>> LeftOut(Side in_cut) const {
     std::vector<std::pair<std::size_t, std::size_t>> out;
     std::vector<int> from, to;
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
+    for (std::size_t l = 1; l < layers_.size(); ++l) {
       from.clear();
       to.clear();
       for (int i = 0; i < tokens_; ++i) {
@@ -266,12 +290,16 @@ absl::StatusOr<std::vector<double>> AttentionFlow(
     return s;
   }
   LayeredArcs arcs(layers, tokens, query);
+  int top = kTopArcs, rounds = 0;
+  arcs.KeepTop(top);
   auto network = std::make_unique<FlowNetwork>(arcs.Kept(), arcs.vertices());
   const Vertex sink = arcs.node(layers.size(), query);
   std::vector<double> flows(tokens);
   for (int t = 0; t < tokens; ++t) {
     for (;;) {
-      const double flow = network->MaxFlow(arcs.node(0, t), sink);
+      network->SetOutCapacities(
+          arcs.source(), [&](Vertex v) { return arcs.SourceCapacity(t, v); });
+      const double flow = network->MaxFlow(arcs.source(), sink);
       // Two minimum cuts to try: BK's source tree, and all but its sink
       // tree; the one with fewer left-out arcs leaving it.
       auto missing = arcs.LeftOut(
@@ -286,6 +314,7 @@ absl::StatusOr<std::vector<double>> AttentionFlow(
         break;
       }
       arcs.Keep(missing);
+      if (++rounds % kRoundsPerDoubling == 0) arcs.KeepTop(top *= 2);
       network = std::make_unique<FlowNetwork>(arcs.Kept(), arcs.vertices());
     }
   }

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,17 +22,33 @@ using ::testing::HasSubstr;
 using Maps = std::vector<std::vector<double>>;
 
 // Softmax-like rows: positive, each summing to 1; with `zeros` > 0 that share
-// of entries is set to 0 first (sparse maps with bottlenecks inside).
+// of entries off the diagonal is set to 0 first (sparse maps).
 std::vector<double> RandomMap(int t, std::mt19937& rng, double zeros = 0) {
   std::uniform_real_distribution<double> u(0, 1);
-  std::vector<double> a(t * t);
+  std::vector<double> a(static_cast<size_t>(t) * t);
   for (int i = 0; i < t; ++i) {
     double sum = 0;
     for (int j = 0; j < t; ++j) {
-      a[i * t + j] = u(rng) < zeros ? 0 : std::exp(3 * u(rng));
+      a[i * t + j] = i != j && u(rng) < zeros ? 0 : std::exp(3 * u(rng));
       sum += a[i * t + j];
     }
-    for (int j = 0; j < t && sum > 0; ++j) a[i * t + j] /= sum;
+    for (int j = 0; j < t; ++j) a[i * t + j] /= sum;
+  }
+  return a;
+}
+
+// Maps shaped like BERT's: most weight on the first and last tokens
+// ([CLS], [SEP]) or on the previous token, the rest spread thinly.
+std::vector<double> PatternMap(int t, std::mt19937& rng, bool to_ends) {
+  std::vector<double> a = RandomMap(t, rng);
+  for (int i = 0; i < t; ++i) {
+    double sum = 0;
+    for (int j = 0; j < t; ++j) {
+      const bool strong = to_ends ? (j == 0 || j == t - 1) : j == i - 1;
+      a[i * t + j] *= strong ? 200 : 1;
+      sum += a[i * t + j];
+    }
+    for (int j = 0; j < t; ++j) a[i * t + j] /= sum;
   }
   return a;
 }
@@ -67,7 +85,7 @@ TEST(AttentionRolloutTest, EqualsExplicitMatrixProduct) {
   }
   // R = A'_2 (A'_1 A'_0), every entry written out.
   auto mul = [t](const std::vector<double>& a, const std::vector<double>& b) {
-    std::vector<double> c(t * t, 0.0);
+    std::vector<double> c(static_cast<size_t>(t) * t, 0.0);
     for (int i = 0; i < t; ++i)
       for (int k = 0; k < t; ++k)
         for (int j = 0; j < t; ++j) c[i * t + j] += a[i * t + k] * b[k * t + j];
@@ -164,21 +182,83 @@ TEST(AttentionFlowTest, EqualsBruteForceMinCut) {
   }
 }
 
+// Edmonds-Karp on the whole layered graph, with a dense residual matrix:
+// slow and plain, a reference independent of Boost and of the arc pruning.
+double ReferenceMaxFlow(const Maps& layers, int t, int s, int q) {
+  const int n = static_cast<int>(layers.size() + 1) * t;
+  const int source = s, sink = n - t + q;
+  std::vector<double> residual(static_cast<size_t>(n) * n, 0.0);
+  for (size_t l = 0; l < layers.size(); ++l)
+    for (int i = 0; i < t; ++i)
+      for (int j = 0; j < t; ++j)
+        residual[(l * t + j) * n + (l + 1) * t + i] = layers[l][i * t + j];
+  double total = 0;
+  for (;;) {
+    std::vector<int> parent(n, -1);
+    std::vector<int> queue = {source};
+    parent[source] = source;
+    for (size_t k = 0; k < queue.size() && parent[sink] < 0; ++k) {
+      for (int v = 0; v < n; ++v) {
+        if (parent[v] < 0 && residual[queue[k] * n + v] > 0) {
+          parent[v] = queue[k];
+          queue.push_back(v);
+        }
+      }
+    }
+    if (parent[sink] < 0) return total;
+    double push = std::numeric_limits<double>::infinity();
+    for (int v = sink; v != source; v = parent[v])
+      push = std::min(push, residual[parent[v] * n + v]);
+    for (int v = sink; v != source; v = parent[v]) {
+      residual[parent[v] * n + v] -= push;
+      residual[v * n + parent[v]] += push;
+    }
+    total += push;
+  }
+}
+
+TEST(AttentionFlowTest, EqualsReferenceOnShapedMaps) {
+  // 20 tokens: enough that the network starts without most arcs and has to
+  // take some back in (the sparse and shaped maps have bottlenecks inside).
+  const int t = 20;
+  std::mt19937 rng(13);
+  for (int shape = 0; shape < 4; ++shape) {
+    Maps layers;
+    for (int l = 0; l < 5; ++l) {
+      layers.push_back(ResidualAttention(
+          shape < 2 ? RandomMap(t, rng, shape == 0 ? 0.0 : 0.8)
+                    : PatternMap(t, rng, shape == 2),
+          t));
+    }
+    for (int q : {0, 7}) {
+      absl::StatusOr<std::vector<double>> flow = AttentionFlow(layers, t, q);
+      ASSERT_TRUE(flow.ok()) << flow.status();
+      for (int s = 0; s < t; ++s) {
+        EXPECT_NEAR((*flow)[s], ReferenceMaxFlow(layers, t, s, q), 1e-13)
+            << "shape " << shape << " query " << q << " source " << s;
+      }
+    }
+  }
+}
+
 TEST(AttentionFlowTest, BoundedByTheCutsAroundSourceAndSink) {
   // 128 tokens, 24 layers (BERT-large): also the size that must stay fast.
   const int t = 128, num_layers = 24, q = 0;
   std::mt19937 rng(5);
   Maps layers;
   for (int l = 0; l < num_layers; ++l) {
-    layers.push_back(ResidualAttention(RandomMap(t, rng, 0.5), t));
+    layers.push_back(ResidualAttention(
+        l % 3 == 0 ? RandomMap(t, rng) : PatternMap(t, rng, l % 3 == 1), t));
   }
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<std::vector<double>> flow = AttentionFlow(layers, t, q);
-  const double seconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   ASSERT_TRUE(flow.ok()) << flow.status();
   RecordProperty("seconds", std::to_string(seconds));
+  std::printf("AttentionFlow, %d tokens, %d layers: %.3f s\n", t, num_layers,
+              seconds);
   ASSERT_EQ(flow->size(), t);
   double total = 0;
   for (int s = 0; s < t; ++s) {

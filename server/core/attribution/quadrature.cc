@@ -11,9 +11,9 @@ namespace {
 
 absl::Status CheckSteps(int n, int min, const char* rule) {
   if (n < min || n > kMaxQuadratureSteps) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "steps must be in [", min, ", ", kMaxQuadratureSteps, "] for ", rule,
-        ", got ", n));
+    return absl::InvalidArgumentError(
+        absl::StrCat("steps must be in [", min, ", ", kMaxQuadratureSteps,
+                     "] for ", rule, ", got ", n));
   }
   return absl::OkStatus();
 }

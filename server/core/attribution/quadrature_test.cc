@@ -37,11 +37,12 @@ TEST(GaussLegendreTest, MatchesClosedFormsUpToFivePoints) {
       {-std::sqrt(0.6), 0, std::sqrt(0.6)},
       {-b4, -a4, a4, b4},
       {-b5, -a5, 0, a5, b5}};
-  const std::vector<std::vector<double>> w = {{2},
-                                              {1, 1},
-                                              {5.0 / 9, 8.0 / 9, 5.0 / 9},
-                                              {wb4, wa4, wa4, wb4},
-                                              {wb5, wa5, 128.0 / 225, wa5, wb5}};
+  const std::vector<std::vector<double>> w = {
+      {2},
+      {1, 1},
+      {5.0 / 9, 8.0 / 9, 5.0 / 9},
+      {wb4, wa4, wa4, wb4},
+      {wb5, wa5, 128.0 / 225, wa5, wb5}};
   for (int n = 1; n <= 5; ++n) {
     absl::StatusOr<Quadrature> q = GaussLegendre(n);
     ASSERT_TRUE(q.ok()) << q.status();
@@ -88,7 +89,8 @@ TEST(GaussLegendreTest, ThousandTwentyFourPoints) {
     EXPECT_NEAR(MonomialError(*q, d), 0, 1e-14) << "d " << d;
   }
   double cosine = 0;
-  for (int k = 0; k < 1024; ++k) cosine += q->weights[k] * std::cos(q->alphas[k]);
+  for (int k = 0; k < 1024; ++k)
+    cosine += q->weights[k] * std::cos(q->alphas[k]);
   EXPECT_NEAR(cosine, std::sin(1.0), 1e-15);
 }
 
