@@ -171,8 +171,8 @@ def main():
             sel = (s >= lo) & (s < hi)
             if sel.any():
                 print(f"| [{lo}, {min(hi, 1)}{')' if hi < 1 else ']'} | "
-                      f"{sel.sum()} | {np.median(err[sel]):.4f} | "
-                      f"{np.median(eff[sel]):.4f} | "
+                      f"{sel.sum()} | {np.median(err[sel]):.2e} | "
+                      f"{np.median(eff[sel]):.2e} | "
                       f"{err[sel].sum() / max(eff[sel].sum(), 1e-12):.2f} |")
     finally:
         channel.close()

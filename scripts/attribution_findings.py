@@ -28,7 +28,7 @@ from bertology.v1 import bertology_pb2_grpc as pb_grpc
 from card_measures import ORDER_GRADE, excludes_zero, paired_interval, rounded
 from card_measures import shuffled_pairs
 
-STEPS = 32
+STEPS = 64
 CHUNK = 50  # inputs per call, under the server's --max_inputs_per_call
 METHODS = {
     "integrated_gradients": pb.ATTRIBUTION_METHOD_INTEGRATED_GRADIENTS,
@@ -107,21 +107,31 @@ def summarise(results, pairs):
     return out
 
 
-def measure(port, rows, order_heads, label_names, limit=200):
-    """The card's "attribution" entry (see the module docstring)."""
+def condition(port, rows, label_names, name, order_heads, limit=200):
+    """One entry of "conditions": `name` is "no_mask" or "order_heads",
+    then "/in_order" or "/shuffled"."""
+    mask_name, title = name.split("/")
     fours, shuffled = shuffled_pairs(rows)
-    fours, shuffled = fours[:limit], shuffled[:limit]
-    target = label_names.index(ORDER_GRADE)
+    pairs = (fours if title == "in_order" else shuffled)[:limit]
+    heads = order_heads if mask_name == "order_heads" else []
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    stub = pb_grpc.BertologyStub(channel)
     try:
-        conditions = {}
-        for mask_name, heads in (("no_mask", []), ("order_heads", order_heads)):
-            for title, pairs in (("in_order", fours), ("shuffled", shuffled)):
-                conditions[f"{mask_name}/{title}"] = summarise(
-                    attribute(stub, pairs, target, heads), pairs)
+        results = attribute(pb_grpc.BertologyStub(channel), pairs,
+                            label_names.index(ORDER_GRADE), heads)
     finally:
         channel.close()
-    return {"pairs": len(fours), "target": ORDER_GRADE, "output": "logit",
+    return summarise(results, pairs)
+
+
+CONDITIONS = ("no_mask/in_order", "no_mask/shuffled", "order_heads/in_order",
+              "order_heads/shuffled")
+
+
+def measure(port, rows, order_heads, label_names, limit=200):
+    """The card's "attribution" entry (see the module docstring)."""
+    fours, _ = shuffled_pairs(rows)
+    conditions = {name: condition(port, rows, label_names, name, order_heads,
+                                  limit) for name in CONDITIONS}
+    return {"pairs": min(limit, len(fours)), "target": ORDER_GRADE, "output": "logit",
             "steps": STEPS, "baseline": "[PAD]", "order_heads": order_heads,
             "methods": list(METHODS), "conditions": conditions}

@@ -433,6 +433,59 @@ def head_findings(card):
     return out
 
 
+ATTRIBUTION_NAMES = {
+    "integrated_gradients": "integrated gradients",
+    "gradient_x_input": "gradient × input",
+    "saliency": "saliency (‖∇‖, unsigned)",
+    "attention_x_gradient": "attention × gradient",
+    "attention_rollout": "attention rollout",
+    "attention_flow": "attention flow",
+}
+
+
+def attribution(card):
+    """What the grade rests on, by token attribution (attribution_findings)."""
+    a = card.get("attribution")
+    if not a:
+        return []
+    conds = a["conditions"]
+    ig = conds["no_mask/in_order"]["integrated_gradients"]
+    out = ["## What the grade rests on: token attribution (Attribute)", "",
+           f"The {a['pairs']} grade-{a['target']} test pairs of the order probe, "
+           "in order and with the title's characters shuffled, with no mask and "
+           f"with the {len(a['order_heads'])} order heads masked "
+           f"({heads(a['order_heads'])}, mode zero): each method's attribution "
+           f"of the grade-{a['target']} logit to each title character "
+           f"(integrated gradients: {a['baseline']} baseline, Gauss-Legendre, "
+           f"{a['steps']} points). Per pair, the mean score of the title's "
+           "characters that occur in the query minus that of those that do not "
+           "(pairs with both), with its paired 95% interval; and the share of "
+           "the title's |score| on characters in the query against their share "
+           "of the title's characters (what a method spreading its score evenly "
+           "would give; ✓: the share is above it beyond the interval).", "",
+           "| method | mask | title | in query − other | share of \|score\| in query (even share) |",
+           "|---|---|---|---|---|"]
+    for name in a["methods"]:
+        for key, c in conds.items():
+            mask, title = key.split("/")
+            x = c[name]
+            lo, hi = x["ci"]
+            out.append(
+                f"| {ATTRIBUTION_NAMES.get(name, name)} | "
+                f"{'none' if mask == 'no_mask' else 'order heads'} | "
+                f"{title.replace('_', ' ')} | {x['in_query_minus_other']:+.4f} "
+                f"[{lo:+.4f}, {hi:+.4f}]{'' if x['distinguishable'] else ' (≈0)'} | "
+                f"{x['share_in_query']:.3f} ({x['even_share']:.3f})"
+                f"{' ✓' if x['share_beats_even'] else ''} |")
+    gaps = [c["integrated_gradients"] for c in conds.values()]
+    out += ["", f"- Integrated gradients' completeness gap: median "
+            f"{max(g['median_gap'] for g in gaps):.2g} or less, largest "
+            f"{max(g['max_gap'] for g in gaps):.2g}, against a median "
+            f"|f(x) − f(baseline)| of {ig['median_output_change']:.3f} "
+            "(no mask, in order): the points sufficed."]
+    return out
+
+
 # --- The study's claims against the card -------------------------------
 
 REPRODUCED, NOT_REPRODUCED, NOT_MEASURED = "reproduced", "not reproduced", "not measured"
@@ -706,7 +759,8 @@ def render(card):
     lines = [f"# {card['name']}: measured results", "",
              "Written by `scripts/make_model_card.py` (`make card`) from `card.json`; "
              "do not edit by hand.", ""] + intro()
-    for part in (accuracy, reproduction_section, sweeps, mean_ablation, head_findings):
+    for part in (accuracy, reproduction_section, sweeps, mean_ablation,
+                 head_findings, attribution):
         lines += part(card) + [""]
     return "\n".join(lines)
 

@@ -14,6 +14,33 @@
 #   rehearsal passes this machine's version (gpu_check.sh --rehearse).
 set -euo pipefail
 
+# Boost.Graph's max-flow (server/core/attribution/attention_flow.cc) is
+# header-only, but libboost1.74-dev is 9 MiB packed, which the 64 MiB do not
+# hold: one .deb of just the headers attention_flow.cc includes (g++ -M on
+# the installed Boost, the version the build checks) and Boost's CMake
+# configs, made with dpkg-deb, unpacked by gpu_check.sh as the others are.
+boost_subset() {
+  local root=$1 out=$2 tmp
+  tmp=$(mktemp -d)
+  mkdir -p "$tmp/DEBIAN"
+  printf '%s\n' "Package: bertology-boost-headers-subset" "Version: 1.74.0" \
+    "Architecture: amd64" "Maintainer: bertology" \
+    "Description: the Boost headers attention_flow.cc includes" \
+    >"$tmp/DEBIAN/control"
+  g++ -std=c++17 -I"$root" -M "$root/server/core/attribution/attention_flow.cc" |
+    tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u |
+    while read -r f; do
+      mkdir -p "$tmp$(dirname "$f")" && cp "$f" "$tmp$f"
+    done
+  local cmake=/usr/lib/x86_64-linux-gnu/cmake
+  mkdir -p "$tmp$cmake"
+  cp -r "$cmake/Boost-1.74.0" "$cmake/boost_headers-1.74.0" \
+    "$cmake/BoostDetectToolset-1.74.0.cmake" "$tmp$cmake/"
+  dpkg-deb --build --root-owner-group "$tmp" \
+    "$out/bertology-boost-headers-subset_1.74.0_amd64.deb" >/dev/null
+  rm -rf "$tmp"
+}
+
 main() {
   local root dir py
   root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +50,8 @@ main() {
   # The build's dependencies as server/ and proto/ find them (CMakeLists.txt)
   # plus what their CMake configs find in turn (gRPC: c-ares, re2, OpenSSL,
   # ZLIB; prometheus-cpp: civetweb, CURL), and the run-time libraries of
-  # those that a machine without Debian may lack (libmicrohttpd's GnuTLS).
+  # those that a machine without Debian may lack (libmicrohttpd's GnuTLS);
+  # CLI11 (header-only: the CLI's flags). Boost: boost_subset.
   local debs=(
     libgrpc++-dev libgrpc-dev libgrpc++1.51 libgrpc29 protobuf-compiler-grpc
     libprotobuf-dev libprotobuf32 libprotoc32 protobuf-compiler
@@ -35,9 +63,10 @@ main() {
     libmicrohttpd-dev libmicrohttpd12 libgnutls30 libhogweed6 libnettle8
     libp11-kit0 libtasn1-6 libidn2-0 libunistring2 libgmp10 libffi8
     nlohmann-json3-dev libutf8proc-dev libutf8proc2 libgtest-dev libgmock-dev
-    pkgconf pkgconf-bin libpkgconf3
+    pkgconf pkgconf-bin libpkgconf3 libcli11-dev
   )
   (cd "$dir/debs" && rm -f ./*.deb && apt-get download "${debs[@]}" >/dev/null)
+  boost_subset "$root" "$dir/debs"
   # The plain loop's pins, which win over what the machine has (its image
   # holds transformers 5, which has no head_mask, and tokenizers and
   # huggingface_hub too new for 4.46.3), and the small modules they import,

@@ -26,7 +26,9 @@ beside zero ablation, with one pooled mean per head (MODEL/sweep-mean/) and
 with one mean per token role (MODEL/sweep-mean-by-role/; statistics over
 the dev split; --only-mean-ablation re-measures that part alone on the card
 as it is), what the heads do (scripts/head_findings.py, on the same server:
-"head_findings", with MODEL/analysis/), and the study's claims against
+"head_findings", with MODEL/analysis/), what its grade rests on by token
+attribution (scripts/attribution_findings.py: "attribution"), and the
+study's claims against
 those numbers ("reproduction", card_markdown.reproduction). --train-seconds
 defaults to the last epoch's elapsed_s in MODEL/train_log.json.
 """
@@ -43,6 +45,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import card_markdown  # noqa: E402
 import evaluate_model  # noqa: E402
+import attribution_findings  # noqa: E402
 import head_findings  # noqa: E402
 from card_measures import baseline_entry, change, order_probe, rounded  # noqa: E402
 from card_server import STARTING_POINT, start_server  # noqa: E402
@@ -289,6 +292,9 @@ def main():
             client, port, args.bin, m, os.path.join(m, "analysis"),
             starting_point=STARTING_POINT if start else None,
             **head_findings.options(args, prefix="findings-"))
+        order = heads.get("order_masking", {}).get("order_heads", {})
+        attribution = attribution_findings.measure(
+            port, test_rows, order.get("heads", []), info["label_names"])
     finally:
         client.close()
         proc.terminate()
@@ -313,7 +319,8 @@ def main():
             "train_seconds": round(args.train_seconds), "train_log": train_log,
             "sweep_examples": min(args.sweep_examples, len(test_rows)),
             "sweep_seconds": round(sweep_seconds, 1), "findings": findings(sweep),
-            "mean_ablation": mean, "head_findings": heads}
+            "mean_ablation": mean, "head_findings": heads,
+            "attribution": attribution}
     if start:
         # The pretraining the classifier was fine-tuned from: its time and
         # masked-character accuracy, from its own train_log.json.

@@ -330,6 +330,7 @@ render::AttributionPage AttributionHeatmap(const AttributionRun& run) {
     for (const v1::AttentionUnit& u : r.units()) {
       panel.units.push_back(u.text());
       panel.segments.push_back(u.segment());
+      panel.special.push_back(u.special());
     }
     for (const v1::MethodAttribution& m : r.methods()) {
       panel.rows.push_back(

@@ -30,13 +30,17 @@ constexpr char kCss[] =
     "margin:.6em 0}"
     ".legend .bar{width:220px;height:12px;border:1px solid #ccc}";
 
-// The row's scale: its largest finite |score| (0 when it has none).
-double RowMax(const AttributionRow& row) {
-  double m = 0;
-  for (double v : row.scores) {
-    if (std::isfinite(v)) m = std::max(m, std::abs(v));
+// The row's scale: its largest finite |score| over the units that are not
+// special (over all of them when those have none; 0 when no unit has one).
+double RowMax(const AttributionRow& row, const std::vector<bool>& special) {
+  double all = 0, text = 0;
+  for (size_t j = 0; j < row.scores.size(); ++j) {
+    const double v = row.scores[j];
+    if (!std::isfinite(v)) continue;
+    all = std::max(all, std::abs(v));
+    if (special.empty() || !special[j]) text = std::max(text, std::abs(v));
   }
-  return m;
+  return text > 0 ? text : all;
 }
 
 std::string Legend() {
@@ -71,7 +75,7 @@ void AppendPanel(std::string* out, const AttributionPanel& panel, int index) {
   }
   absl::StrAppend(out, "</tr></thead>\n<tbody>\n");
   for (const AttributionRow& row : panel.rows) {
-    const double max_abs = RowMax(row);
+    const double max_abs = RowMax(row, panel.special);
     absl::StrAppend(out, "<tr class=\"method-row\" data-method=\"",
                     XmlEscape(row.method), "\"><th class=\"method\">",
                     XmlEscape(row.method), "<span class=\"kind\">",
@@ -79,7 +83,8 @@ void AppendPanel(std::string* out, const AttributionPanel& panel, int index) {
     for (size_t j = 0; j < row.scores.size(); ++j) {
       const double v = row.scores[j];
       const bool finite = std::isfinite(v);
-      const double scaled = finite && max_abs > 0 ? v / max_abs : 0;
+      const double scaled =
+          finite && max_abs > 0 ? std::clamp(v / max_abs, -1.0, 1.0) : 0;
       const std::string tip = absl::StrCat(
           row.method, " · ", panel.units[j], " (unit ", j,
           "): ", finite ? absl::StrFormat("%.6g", v) : "n/a",
@@ -98,6 +103,11 @@ void AppendPanel(std::string* out, const AttributionPanel& panel, int index) {
 
 absl::Status Validate(const AttributionPanel& panel, int index) {
   const size_t n = panel.units.size();
+  if (!panel.special.empty() && panel.special.size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input ", index, ": ", panel.special.size(),
+                     " special flags for ", n, " units"));
+  }
   if (!panel.segments.empty() && panel.segments.size() != n) {
     return absl::InvalidArgumentError(
         absl::StrCat("input ", index, ": ", panel.segments.size(),

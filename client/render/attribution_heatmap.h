@@ -2,7 +2,8 @@
 // script, no network): one table per input, a row per method and a column
 // per unit (word piece or word), each cell coloured by score / max|score|
 // of its row on the diverging blue-white-red scale (color_scale.h), the
-// score itself in the cell's tooltip. Rows are scaled on their own because
+// score itself in the cell's tooltip (special tokens out of the scale:
+// AttributionPanel::special). Rows are scaled on their own because
 // the methods' units differ (a gradient norm, a share of attention flow);
 // a method that is never negative uses only the white-to-red half, so red
 // reads "supports the output" in every row. Plain data in, a string out;
@@ -29,6 +30,13 @@ struct AttributionPanel {
   std::string subtitle;            // e.g. the class explained and the IG gap
   std::vector<std::string> units;  // any UTF-8; escaped when drawn
   std::vector<int> segments;       // optional, same length as units
+  // Optional, same length as units: the tokens the tokenizer added. They
+  // are left out of each row's scale when other units have a score: the
+  // methods with an identity term (rollout, flow, attention x gradient)
+  // give [CLS] most of their mass, which would wash the text's cells out;
+  // their cells are clipped to the scale's ends (the tooltip keeps the
+  // score).
+  std::vector<bool> special;
   std::vector<AttributionRow> rows;
 };
 

@@ -83,6 +83,35 @@ TEST(AttributionHeatmapHtml, CellsScaleByTheirRowsMaximum) {
   EXPECT_TRUE(absl::StrContains(zero[0]->Attr("style"), "#ffffff"));
 }
 
+TEST(AttributionHeatmapHtml, SpecialTokensLeftOutOfTheScale) {
+  AttributionPage page;
+  AttributionPanel p;
+  p.units = {"[CLS]", "the", "cat", "[SEP]"};
+  p.special = {true, false, false, true};
+  // Rollout-like: [CLS] holds most of the mass.
+  p.rows = {{"rollout", false, {0.8, 0.05, 0.1, 0.05}}};
+  page.panels = {p};
+  absl::StatusOr<std::string> html = AttributionHeatmapHtml(page);
+  ASSERT_TRUE(html.ok()) << html.status();
+  auto doc = ParseXml(*html);
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  const auto cells = FindAll(**doc, "td", "cell");
+  ASSERT_EQ(cells.size(), 4u);
+  EXPECT_EQ(cells[2]->Attr("data-scaled"), "1.0000");  // the text's max
+  EXPECT_EQ(cells[1]->Attr("data-scaled"), "0.5000");
+  EXPECT_EQ(cells[0]->Attr("data-scaled"), "1.0000");  // clipped
+  EXPECT_EQ(cells[0]->Attr("data-value"), "0.80000000000000004");
+  // Only special units: they make the scale.
+  page.panels[0].rows = {{"rollout", false, {0.8, 0, 0, 0.2}}};
+  html = AttributionHeatmapHtml(page);
+  ASSERT_TRUE(html.ok());
+  doc = ParseXml(*html);
+  ASSERT_TRUE(doc.ok());
+  EXPECT_EQ(FindAll(**doc, "td", "cell")[3]->Attr("data-scaled"), "0.2500");
+  page.panels[0].special = {true};
+  EXPECT_FALSE(AttributionHeatmapHtml(page).ok());
+}
+
 TEST(AttributionHeatmapHtml, SelfContained) {
   absl::StatusOr<std::string> html = AttributionHeatmapHtml(Example());
   ASSERT_TRUE(html.ok());

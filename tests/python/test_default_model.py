@@ -28,6 +28,7 @@ import grpc
 import numpy as np
 
 from testlib import BIN_DIR, SOURCE_DIR
+import attribution_findings
 import card_markdown
 import card_measures
 import evaluate_model
@@ -256,6 +257,21 @@ class DefaultModelTest(unittest.TestCase):
         probe = card_measures.order_probe(self.client, rows)
         self.assertEqual(probe, self.card["order_probe"])
         self.assertEqual(sum(probe["grades_shuffled"].values()), probe["pairs"])
+
+    def test_attribution_reproduces(self):
+        """The card's token attribution under the order heads' mask, title
+        shuffled (one of its four conditions, every method), through the
+        Attribute RPC again; and integrated gradients' gap small on all."""
+        a = self.card["attribution"]
+        rows = evaluate_model.read_tsv(os.path.join(MODEL_DIR, "data", "test.tsv"))
+        name = "order_heads/shuffled"
+        got = attribution_findings.condition(
+            self.server.port, rows, self.card["labels"], name,
+            a["order_heads"], a["pairs"])
+        self.assertEqual(got, a["conditions"][name])
+        for c in a["conditions"].values():
+            ig = c["integrated_gradients"]
+            self.assertLess(ig["median_gap"], 0.01 * ig["median_output_change"])
 
     def test_mean_ablation_reproduces(self):
         """The card's mean-ablation sweep: the statistics over the dev rows

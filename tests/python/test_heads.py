@@ -361,6 +361,40 @@ class HeadsTest(unittest.TestCase):
             self.assertEqual((m["correct"], m["scored"]), (want.correct, want.scored))
             self.assertAlmostEqual(m["accuracy"], want.accuracy, places=12)
 
+    def test_attribute_on_a_token_classifier(self):
+        """A token classifier explains one token (target_position): its
+        logits are the reference's at that token, rollout reads that row of
+        the reference maps' rollout, integrated gradients is complete, and
+        a missing target_position is refused naming the field."""
+        model, text, p = "tokcls-bin", TEXTS[0][0], 2
+        tokens = self.encode(model, text, "")
+        x, maps = self.reference(model, tokens, MASK)
+        want = self.logits(model, x)[p]
+        request = pb.AttributeRequest(
+            model=model, inputs=[pb.TextInput(text_a=text)], target_position=p,
+            steps=256, head_mask=pb.HeadMask(dense=pb.DenseMask(values=MASK)),
+            methods=[pb.ATTRIBUTION_METHOD_ATTENTION_ROLLOUT,
+                     pb.ATTRIBUTION_METHOD_INTEGRATED_GRADIENTS])
+        r = [e.result for e in self.stub.Attribute(request)
+             if e.HasField("result")][0]
+        self.assertEqual(r.target_position, p)
+        self.assertEqual(r.target, int(want.argmax()))
+        np.testing.assert_allclose(r.logits, want, atol=1e-5, rtol=2e-6)
+        t = len(tokens)
+        rollout = np.eye(t)
+        for a in maps:  # A' = rownorm(0.5 mean_h A + 0.5 I), bottom layer first
+            m = 0.5 * a.mean(0) + 0.5 * np.eye(t)
+            rollout = (m / m.sum(1, keepdims=True)) @ rollout
+        np.testing.assert_allclose(r.methods[0].scores, rollout[p], atol=5e-6)
+        ig = r.methods[1]
+        self.assertLess(ig.completeness_gap, 1e-3 * max(1.0, abs(r.output_value)))
+        self.assertGreater(max(abs(v) for v in ig.scores), 1e-3)
+        request.ClearField("target_position")
+        with self.assertRaises(grpc.RpcError) as e:
+            list(self.stub.Attribute(request))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("target_position", e.exception.details())
+
     def test_python_client_on_a_token_classifier(self):
         with Client("127.0.0.1:%d" % self.server.port, model="tokcls-bin") as c:
             info = c.info()["models"]
