@@ -477,8 +477,21 @@ def attribution(card):
                 f"[{lo:+.4f}, {hi:+.4f}]{'' if x['distinguishable'] else ' (≈0)'} | "
                 f"{x['share_in_query']:.3f} ({x['even_share']:.3f})"
                 f"{' ✓' if x['share_beats_even'] else ''} |")
+    cells = [c[name] for c in conds.values() for name in a["methods"]]
+    beats = sum(x["share_beats_even"] for x in cells)
+    ig_share = {k: c["integrated_gradients"]["share_in_query"]
+                for k, c in conds.items()}
+    out += ["", f"- Title characters that occur in the query carry more of the "
+            f"score than their share of the title in {beats} of {len(cells)} "
+            f"(method, condition) cells; by integrated gradients "
+            f"{ig_share['no_mask/in_order']:.3f} in order and "
+            f"{ig_share['no_mask/shuffled']:.3f} shuffled against an even "
+            f"{ig['even_share']:.3f}, and with the order heads masked "
+            f"{ig_share['order_heads/in_order']:.3f} in order: without them the "
+            "in-order title's grade rests on term matches as much as the "
+            "shuffled one's does."]
     gaps = [c["integrated_gradients"] for c in conds.values()]
-    out += ["", f"- Integrated gradients' completeness gap: median "
+    out += [f"- Integrated gradients' completeness gap: median "
             f"{max(g['median_gap'] for g in gaps):.2g} or less, largest "
             f"{max(g['max_gap'] for g in gaps):.2g}, against a median "
             f"|f(x) − f(baseline)| of {ig['median_output_change']:.3f} "

@@ -6,8 +6,9 @@
 # attention head view, the seed study's ablation sweeps, AnalyzeHeads'
 # pattern grid, HeadImportance and the pruning curve, CompareAttention
 # against the starting point, SegmentWords against the study's 70 % / 96 %,
-# mean ablation of the most harmful head beside zero ablation, and a Patch
-# heatmap of the shuffled-title pair. Ends with out/demo/index.html, which
+# mean ablation of the most harmful head beside zero ablation, a Patch
+# heatmap of the shuffled-title pair, and the token attribution heatmap of
+# the same pair in order and shuffled. Ends with out/demo/index.html, which
 # links every figure with one sentence each.
 #   scripts/demo.sh [BUILD_DIR]
 # BERTOLOGY_DEMO_EXAMPLES (test rows per study, default 500) and
@@ -151,6 +152,15 @@ EOF
     --out="$OUT/patch" | sed -n '1,8p'
 }
 
+attribute() {
+  section "attribute: which title characters the grade-4 logit rests on, in order and shuffled (integrated gradients and five other methods)"
+  printf '%s\t%s\n%s\t%s\n' "$QUERY" "$TITLE" "$QUERY" "$SHUFFLED" \
+    >"$OUT/attribute-pairs.tsv"
+  "$BIN/bertology" attribute "$T" --data="$OUT/attribute-pairs.tsv" \
+    --text-a=0 --text-b=1 --label= --target-class=4 --steps=64 --quiet \
+    --out-dir="$OUT/attribute" | grep '^input'
+}
+
 index_page() {
   "$PY" - "$OUT" <<'EOF'
 import html, os, sys
@@ -171,6 +181,7 @@ figures = [
     ("ablation-zero/heads_heatmap.svg", "Zero ablation of the most harmful head."),
     ("ablation-mean/heads_heatmap.svg", "Mean ablation of the same head: its output replaced by its mean."),
     ("patch/patch_heads.svg", "Activation patching: which heads restore the in-order title's score in the shuffled one."),
+    ("attribute/heatmap.html", "Token attribution of the grade-4 logit, in order and shuffled: a row per method, a column per character."),
 ]
 items = []
 for path, sentence in figures:
@@ -204,6 +215,7 @@ main() {
   heads_and_importance
   compare_and_segment
   mean_and_patch
+  attribute
   section "the index"
   index_page
   if [ -n "$METRICS" ]; then

@@ -54,7 +54,8 @@ class DemoTest(unittest.TestCase):
         self.assertEqual(self.demo.returncode, 0, self.demo.stderr[-3000:])
         for part in ("classify:", "attention:", "sweep (the seed study)",
                      "analyze:", "importance", "compare:", "segment:",
-                     "mean ablation", "patch:", "index.html: 15 figures"):
+                     "mean ablation", "patch:", "attribute:",
+                     "index.html: 16 figures"):
             self.assertIn(part, self.demo.stdout)
 
     def test_index_renders_in_chromium(self):
@@ -63,8 +64,9 @@ class DemoTest(unittest.TestCase):
         parser = Images()
         with open(index) as f:
             parser.feed(f.read())
-        self.assertEqual(len(parser.links), 15)
-        self.assertEqual(len(parser.images), 14)  # all but the head view
+        self.assertEqual(len(parser.links), 16)
+        # All but the head view and the attribution heatmap (HTML pages).
+        self.assertEqual(len(parser.images), 14)
         for link in parser.links:
             self.assertTrue(os.path.exists(os.path.join(self.out, link)), link)
         if not os.path.exists(CHROMIUM):
