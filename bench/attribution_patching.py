@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Attribution patching against exact activation patching on the shipped
-model, side by side on one server (not part of `make bench`: about 3
-minutes). `make bench-attribution` runs it.
+model, side by side on one server (not part of `make bench`: about 1.5
+minutes on 2 cores). `make bench-attribution` runs it.
 
   PYTHONPATH=build/python:client/python /usr/bin/python3 \\
       bench/attribution_patching.py --bin build/bin [--pairs 8]
