@@ -1,12 +1,16 @@
 // bertology-server's lifecycle: flags, start-up failures, health while
 // loading and after, and the SIGTERM drain.
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -63,6 +67,39 @@ TEST(LifecycleTest, BadCheckpointExitsNonZeroWithTheReason) {
                        "--metrics_listen=", "--model=bad=/nonexistent/dir"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("/nonexistent/dir"), std::string::npos) << r.output;
+}
+
+// Another family's checkpoint (here the golden BERT's files with a
+// DeBERTa model_type) is refused at start-up naming the field, not loaded
+// as BERT or failed on a weight key.
+TEST(LifecycleTest, UnsupportedModelTypeIsRefusedNamingIt) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) /
+      absl::StrCat("bertology_deberta_", getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const auto& entry :
+       std::filesystem::directory_iterator(GoldenModelDir())) {
+    std::filesystem::copy(entry.path(), dir / entry.path().filename());
+  }
+  std::ifstream in(dir / "config.json");
+  std::string config((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+  const size_t at = config.find("\"model_type\": \"bert\"");
+  ASSERT_NE(at, std::string::npos) << config;
+  config.replace(at, std::string("\"model_type\": \"bert\"").size(),
+                 "\"model_type\": \"deberta-v2\"");
+  std::ofstream(dir / "config.json") << config;
+  testing::RunResult r =
+      RunServerToExit({"--listen=127.0.0.1:0",
+                       "--metrics_listen=", "--model=deberta=" + dir.string()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("model_type=\"deberta-v2\" is not supported"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find((dir / "config.json").string()), std::string::npos)
+      << r.output;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(LifecycleTest, NoModelExitsNonZero) {

@@ -83,6 +83,14 @@ absl::StatusOr<BertConfig> BertConfig::FromJson(const std::string& json_text,
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": not a JSON object"));
   }
+  // Another family's config can parse as BERT's (DeBERTa and ALBERT share
+  // most field names) and fail later on a weight key, or not at all:
+  // model_type says what it is. Absent: an old BERT config.
+  if (auto it = j.find("model_type"); it != j.end() && *it != "bert") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": model_type=", it->dump(),
+        " is not supported (supported: \"bert\", every HF BERT head)"));
+  }
   BertConfig c;
   const std::pair<const char*, int*> ints[] = {
       {"vocab_size", &c.vocab_size},

@@ -87,7 +87,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"vocab_size": 30, "hidden_size": 32, "num_hidden_layers": 2,
             "num_attention_heads": 4, "intermediate_size": 64,
             "id2label": {"x": "a"}})",
-                "id2label key \"x\""}));
+                "id2label key \"x\""},
+        // Other families: refused by model_type before any size is read.
+        BadCase{R"({"model_type": "deberta-v2", "vocab_size": 30,
+            "hidden_size": 32, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "intermediate_size": 64})",
+                "model_type=\"deberta-v2\" is not supported"},
+        BadCase{R"({"model_type": "albert", "embedding_size": 16})",
+                "model_type=\"albert\" is not supported"},
+        BadCase{R"({"model_type": 3})", "model_type=3 is not supported"}));
 
 TEST(BertConfigTest, MissingFileNamed) {
   auto c = BertConfig::FromFile("/nonexistent/config.json");
