@@ -51,7 +51,8 @@ main() {
   # plus what their CMake configs find in turn (gRPC: c-ares, re2, OpenSSL,
   # ZLIB; prometheus-cpp: civetweb, CURL), and the run-time libraries of
   # those that a machine without Debian may lack (libmicrohttpd's GnuTLS);
-  # CLI11 (header-only: the CLI's flags). Boost: boost_subset.
+  # CLI11 (header-only: the CLI's flags); SentencePiece (the XLM-R
+  # tokenizer's library). Boost: boost_subset.
   local debs=(
     libgrpc++-dev libgrpc-dev libgrpc++1.51 libgrpc29 protobuf-compiler-grpc
     libprotobuf-dev libprotobuf32 libprotoc32 protobuf-compiler
@@ -64,6 +65,7 @@ main() {
     libp11-kit0 libtasn1-6 libidn2-0 libunistring2 libgmp10 libffi8
     nlohmann-json3-dev libutf8proc-dev libutf8proc2 libgtest-dev libgmock-dev
     pkgconf pkgconf-bin libpkgconf3 libcli11-dev
+    libsentencepiece-dev libsentencepiece0
   )
   (cd "$dir/debs" && rm -f ./*.deb && apt-get download "${debs[@]}" >/dev/null)
   boost_subset "$root" "$dir/debs"

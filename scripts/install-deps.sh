@@ -46,6 +46,14 @@ BUILD_PKGS=(
   # SHA-256 and CRYPTO_memcmp for bearer tokens (token_file.h).
   libssl-dev
   nlohmann-json3-dev libutf8proc-dev
+  # XLM-RoBERTa's SentencePiece tokenizer (server/core/tokenizer/
+  # sentencepiece_model.cc); its runtime libsentencepiece0 reaches the
+  # image through docker/Dockerfile's ldd list once a binary links it.
+  libsentencepiece-dev
+  # RoBERTa's byte-level BPE pre-tokenisation, \p{L}/\p{N} (server/core/
+  # tokenizer/byte_level_bpe.cc). libgrpc++-dev pulls it in too, but the
+  # core (BERTOLOGY_CORE_ONLY) uses it directly.
+  libre2-dev
   # The CLI's flags (client/cli/args.cc): header-only.
   libcli11-dev
   # Boost.Graph's Boykov-Kolmogorov max-flow for attention flow
