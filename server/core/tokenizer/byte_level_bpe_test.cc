@@ -12,27 +12,20 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/core/tokenizer/golden_files_for_tests.h"
 
 namespace bertology {
 namespace {
 
-std::string SourcePath(const std::string& relative) {
-  const char* dir = std::getenv("BERTOLOGY_SOURCE_DIR");
-  return dir == nullptr ? relative : std::string(dir) + "/" + relative;
-}
+using testing::ReadJsonLines;
+using testing::SourcePath;
 
 const std::string kVocab = SourcePath("tests/golden/byte-bpe/vocab.json");
 const std::string kMerges = SourcePath("tests/golden/byte-bpe/merges.txt");
 
 std::vector<nlohmann::json> GoldenCases() {
   const std::string path = SourcePath("tests/golden/byte-bpe/golden.jsonl");
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << "cannot read " << path;
-  std::vector<nlohmann::json> cases;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) cases.push_back(nlohmann::json::parse(line));
-  }
-  return cases;
+  return ReadJsonLines(path);
 }
 
 std::unique_ptr<ByteLevelBpe> Load(bool add_prefix_space) {
@@ -96,7 +89,7 @@ TEST(ByteLevelBpeTest, RejectsInvalidUtf8) {
 }
 
 std::string WriteTemp(const std::string& name, const std::string& content) {
-  const std::string path = testing::TempDir() + "/byte_bpe_" + name;
+  const std::string path = ::testing::TempDir() + "/byte_bpe_" + name;
   std::ofstream(path, std::ios::binary) << content;
   return path;
 }

@@ -11,14 +11,13 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/core/tokenizer/golden_files_for_tests.h"
 
 namespace bertology {
 namespace {
 
-std::string SourcePath(const std::string& relative) {
-  const char* dir = std::getenv("BERTOLOGY_SOURCE_DIR");
-  return dir == nullptr ? relative : std::string(dir) + "/" + relative;
-}
+using testing::ReadJsonLines;
+using testing::SourcePath;
 
 std::string ModelPath(const std::string& type) {
   return SourcePath("tests/golden/sentencepiece-" + type +
@@ -28,13 +27,7 @@ std::string ModelPath(const std::string& type) {
 std::vector<nlohmann::json> GoldenCases(const std::string& type) {
   const std::string path =
       SourcePath("tests/golden/sentencepiece-" + type + "/golden.jsonl");
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << "cannot read " << path;
-  std::vector<nlohmann::json> cases;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) cases.push_back(nlohmann::json::parse(line));
-  }
-  return cases;
+  return ReadJsonLines(path);
 }
 
 std::vector<int> Ids(const std::vector<SentencePieceToken>& tokens) {
@@ -43,7 +36,7 @@ std::vector<int> Ids(const std::vector<SentencePieceToken>& tokens) {
   return ids;
 }
 
-class GoldenTest : public testing::TestWithParam<std::string> {};
+class GoldenTest : public ::testing::TestWithParam<std::string> {};
 
 using Spans = std::vector<std::vector<int>>;
 
@@ -169,7 +162,8 @@ TEST(SentencePieceTokenizerTest, ThreadSafe) {
   EXPECT_EQ(mismatches, std::vector<int>(4, 0));
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, GoldenTest, testing::Values("bpe", "unigram"));
+INSTANTIATE_TEST_SUITE_P(Models, GoldenTest,
+                         ::testing::Values("bpe", "unigram"));
 
 }  // namespace
 }  // namespace bertology

@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/core/tokenizer/golden_files_for_tests.h"
 #include "server/core/tokenizer/tokenizer.h"
 
 namespace bertology {
@@ -18,10 +19,8 @@ namespace {
 
 using Strings = std::vector<std::string>;
 
-std::string SourcePath(const std::string& relative) {
-  const char* dir = std::getenv("BERTOLOGY_SOURCE_DIR");
-  return dir == nullptr ? relative : std::string(dir) + "/" + relative;
-}
+using testing::ReadJsonLines;
+using testing::SourcePath;
 
 // Path of a tokenizer fixture, or "" when the shared folder is absent.
 std::string Fixture(const std::string& name) {
@@ -37,13 +36,7 @@ std::string Fixture(const std::string& name) {
 std::vector<nlohmann::json> GoldenCases(
     const std::string& name = "tokenizer_settings.golden.jsonl") {
   const std::string path = SourcePath("tests/golden/" + name);
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << "cannot read " << path;
-  std::vector<nlohmann::json> cases;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) cases.push_back(nlohmann::json::parse(line));
-  }
-  return cases;
+  return ReadJsonLines(path);
 }
 
 TokenizerOptions OptionsOf(const nlohmann::json& options) {
