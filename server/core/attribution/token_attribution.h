@@ -56,7 +56,7 @@ struct AttributionOptions {
   AttributionOutput output = AttributionOutput::kLogit;
   AttributionBaseline baseline = AttributionBaseline::kPad;
   IntegrationRule rule = IntegrationRule::kGaussLegendre;
-  int steps = 50;  // integrated gradients' points, [1, 1024]
+  int steps = 50;           // integrated gradients' points, [1, 1024]
   int max_batch_rows = 32;  // integration points per forward pass
 };
 
@@ -72,8 +72,8 @@ struct MethodScores {
 struct TokenAttribution {
   int target = 0;
   int target_position = 0;
-  double output_value = 0;     // f(x) under the mask
-  std::vector<float> logits;   // [C], at target_position
+  double output_value = 0;            // f(x) under the mask
+  std::vector<float> logits;          // [C], at target_position
   std::vector<MethodScores> methods;  // in options.methods' order
 };
 

@@ -49,9 +49,8 @@ void FillModelInfo(const ServedModel& served, bool is_default,
     out->add_served_rpcs(rpc);
   }
   if (model.has_classifier()) {
-    for (const char* rpc :
-         {"Classify", "SweepAblation", "HeadImportance", "PruneCurve",
-          "Attribute"}) {
+    for (const char* rpc : {"Classify", "SweepAblation", "HeadImportance",
+                            "PruneCurve", "Attribute"}) {
       out->add_served_rpcs(rpc);
     }
   }
