@@ -28,20 +28,10 @@ absl::Status CheckInputs(const Model& model, const Encoding& clean,
     return absl::InvalidArgumentError(absl::StrCat(
         "answer=", answer, ", foil=", foil, ": not in [0, ", classes, ")"));
   }
-  const int layers = model.config().num_hidden_layers;
-  const int heads = model.config().num_attention_heads;
   const int tokens = static_cast<int>(clean.tokens.size());
   for (size_t i = 0; i < sites.size(); ++i) {
-    const PatchSite& s = sites[i];
-    const int max_layer =
-        s.kind == PatchSite::Kind::kResidual ? layers + 1 : layers;
-    if (s.layer < 0 || s.layer >= max_layer ||
-        (s.kind == PatchSite::Kind::kHead && (s.head < 0 || s.head >= heads)) ||
-        s.position < -1 || s.position >= tokens) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sites[", i, "]: outside the model's ", layers, " layers x ", heads,
-          " heads or the inputs' ", tokens, " tokens"));
-    }
+    RETURN_IF_ERROR(CheckPatchSite(model.config(), tokens, sites[i],
+                                   absl::StrCat("sites[", i, "]")));
   }
   return absl::OkStatus();
 }

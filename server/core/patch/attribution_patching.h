@@ -39,7 +39,7 @@ struct PatchEstimates {
 // FAILED_PRECONDITION for a model that is not a sequence classifier;
 // INVALID_ARGUMENT for encodings of different lengths, answer or foil out
 // of range, or a site outside the model or the inputs (checked as
-// ActivationPatcher::CheckSite checks them, naming "sites[i]").
+// CheckPatchSite (patching.h) checks them, naming "sites[i]").
 absl::StatusOr<PatchEstimates> EstimatePatchEffects(
     const Model& model, const Encoding& clean, const Encoding& corrupted,
     PatchDirection direction, int answer, int foil,

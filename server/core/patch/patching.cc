@@ -104,10 +104,10 @@ absl::StatusOr<std::unique_ptr<ActivationPatcher>> ActivationPatcher::Create(
   return patcher;
 }
 
-absl::Status ActivationPatcher::CheckSite(const PatchSite& site,
-                                          const std::string& field) const {
-  const int layers = model_.config().num_hidden_layers;
-  const int heads = model_.config().num_attention_heads;
+absl::Status CheckPatchSite(const BertConfig& config, int tokens,
+                            const PatchSite& site, const std::string& field) {
+  const int layers = config.num_hidden_layers;
+  const int heads = config.num_attention_heads;
   const int max_layer =
       site.kind == PatchSite::Kind::kResidual ? layers + 1 : layers;
   if (site.layer < 0 || site.layer >= max_layer) {
@@ -119,12 +119,17 @@ absl::Status ActivationPatcher::CheckSite(const PatchSite& site,
     return absl::InvalidArgumentError(absl::StrCat(
         field, ".head=", site.head, " out of range [0, ", heads, ")"));
   }
-  if (site.position < -1 || site.position >= num_tokens_) {
+  if (site.position < -1 || site.position >= tokens) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ".position=", site.position, " out of range [0, ",
-                     num_tokens_, ") (the inputs' tokens)"));
+                     tokens, ") (the inputs' tokens)"));
   }
   return absl::OkStatus();
+}
+
+absl::Status ActivationPatcher::CheckSite(const PatchSite& site,
+                                          const std::string& field) const {
+  return CheckPatchSite(model_.config(), num_tokens_, site, field);
 }
 
 absl::StatusOr<std::vector<std::vector<float>>> ActivationPatcher::Run(

@@ -15,6 +15,7 @@
 #define BERTOLOGY_CORE_PATCHING_H_
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -28,6 +29,12 @@ enum class PatchDirection {
   kCleanIntoCorrupted,  // run the corrupted input, patch in the clean values
   kCorruptedIntoClean,  // run the clean input, patch in the corrupted values
 };
+
+// OK when `site` exists in a model of `config` and inputs of `tokens`
+// tokens; else INVALID_ARGUMENT naming `field` ("sites[3].head=12 out of
+// range [0, 12)"). Shared by exact and attribution patching.
+absl::Status CheckPatchSite(const BertConfig& config, int tokens,
+                            const PatchSite& site, const std::string& field);
 
 class ActivationPatcher {
  public:
@@ -45,8 +52,7 @@ class ActivationPatcher {
   }
   int num_tokens() const { return num_tokens_; }
 
-  // OK when `site` exists in this model and input; else INVALID_ARGUMENT
-  // naming `field` ("sites[3].head=12 out of range [0, 12)").
+  // CheckPatchSite for this model and these inputs.
   absl::Status CheckSite(const PatchSite& site, const std::string& field) const;
 
   // The target run's logits [rows][C], row r with all of `rows[r]`'s sites

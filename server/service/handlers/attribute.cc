@@ -4,6 +4,7 @@
 // progress, then one result per input, word-level on request.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -28,45 +29,37 @@ absl::Status UnknownEnum(const std::string& field, int value,
       absl::StrCat(field, "=", value, " is not a known ", type));
 }
 
+// The proto's methods and the core's, one pair each.
+constexpr std::pair<v1::AttributionMethod, AttributionMethod> kMethods[] = {
+    {v1::ATTRIBUTION_METHOD_SALIENCY, AttributionMethod::kSaliency},
+    {v1::ATTRIBUTION_METHOD_GRADIENT_X_INPUT,
+     AttributionMethod::kGradientXInput},
+    {v1::ATTRIBUTION_METHOD_INTEGRATED_GRADIENTS,
+     AttributionMethod::kIntegratedGradients},
+    {v1::ATTRIBUTION_METHOD_ATTENTION_ROLLOUT,
+     AttributionMethod::kAttentionRollout},
+    {v1::ATTRIBUTION_METHOD_ATTENTION_FLOW, AttributionMethod::kAttentionFlow},
+    {v1::ATTRIBUTION_METHOD_ATTENTION_X_GRADIENT,
+     AttributionMethod::kAttentionXGradient},
+};
+
 absl::StatusOr<AttributionMethod> ParseMethod(int value,
                                               const std::string& field) {
-  switch (value) {
-    case v1::ATTRIBUTION_METHOD_SALIENCY:
-      return AttributionMethod::kSaliency;
-    case v1::ATTRIBUTION_METHOD_GRADIENT_X_INPUT:
-      return AttributionMethod::kGradientXInput;
-    case v1::ATTRIBUTION_METHOD_INTEGRATED_GRADIENTS:
-      return AttributionMethod::kIntegratedGradients;
-    case v1::ATTRIBUTION_METHOD_ATTENTION_ROLLOUT:
-      return AttributionMethod::kAttentionRollout;
-    case v1::ATTRIBUTION_METHOD_ATTENTION_FLOW:
-      return AttributionMethod::kAttentionFlow;
-    case v1::ATTRIBUTION_METHOD_ATTENTION_X_GRADIENT:
-      return AttributionMethod::kAttentionXGradient;
-    case v1::ATTRIBUTION_METHOD_UNSPECIFIED:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field,
-                       " is UNSPECIFIED: name a method (an empty "
-                       "list runs all six)"));
-    default:
-      return UnknownEnum(field, value, "AttributionMethod");
+  if (value == v1::ATTRIBUTION_METHOD_UNSPECIFIED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field,
+                     " is UNSPECIFIED: name a method (an empty list runs all "
+                     "six)"));
   }
+  for (const auto& [proto, core] : kMethods) {
+    if (proto == value) return core;
+  }
+  return UnknownEnum(field, value, "AttributionMethod");
 }
 
 v1::AttributionMethod ToProto(AttributionMethod m) {
-  switch (m) {
-    case AttributionMethod::kSaliency:
-      return v1::ATTRIBUTION_METHOD_SALIENCY;
-    case AttributionMethod::kGradientXInput:
-      return v1::ATTRIBUTION_METHOD_GRADIENT_X_INPUT;
-    case AttributionMethod::kIntegratedGradients:
-      return v1::ATTRIBUTION_METHOD_INTEGRATED_GRADIENTS;
-    case AttributionMethod::kAttentionRollout:
-      return v1::ATTRIBUTION_METHOD_ATTENTION_ROLLOUT;
-    case AttributionMethod::kAttentionFlow:
-      return v1::ATTRIBUTION_METHOD_ATTENTION_FLOW;
-    case AttributionMethod::kAttentionXGradient:
-      return v1::ATTRIBUTION_METHOD_ATTENTION_X_GRADIENT;
+  for (const auto& [proto, core] : kMethods) {
+    if (core == m) return proto;
   }
   return v1::ATTRIBUTION_METHOD_UNSPECIFIED;
 }
