@@ -63,7 +63,7 @@ double EvaluateMlm(BertForSequenceClassificationImpl& model,
   return predicted ? static_cast<double>(correct) / predicted : 0;
 }
 
-absl::StatusOr<MlmTokens> SpecialTokens(
+absl::StatusOr<MlmTokens> MlmSpecialTokens(
     const std::vector<std::string>& vocab_tokens) {
   ASSIGN_OR_RETURN(Vocab vocab, Vocab::FromTokens(vocab_tokens, "vocab"));
   MlmTokens tokens;
@@ -82,7 +82,7 @@ absl::Status TrainMaskedLm(const TrainOptions& o) {
   TokenizerOptions tokenizer_options;
   tokenizer_options.do_lower_case = o.do_lower_case;
   ASSIGN_OR_RETURN(TrainData data, PrepareData(o, {}, tokenizer_options));
-  ASSIGN_OR_RETURN(MlmTokens tokens, SpecialTokens(data.vocab_tokens));
+  ASSIGN_OR_RETURN(MlmTokens tokens, MlmSpecialTokens(data.vocab_tokens));
   if (!(o.mlm_probability > 0 && o.mlm_probability < 1)) {
     return absl::InvalidArgumentError("--mlm_probability must be in (0, 1)");
   }

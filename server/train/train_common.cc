@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/core/tokenizer/tokenizer.h"
+#include "server/core/tokenizer/bert_tokenizer.h"
 #include "server/train/vocab_builder.h"
 
 namespace bertology {
@@ -88,7 +88,7 @@ absl::StatusOr<TrainData> PrepareData(
   }
   data.vocab_tokens = std::move(vocab_tokens);
   ASSIGN_OR_RETURN(Vocab vocab, Vocab::FromTokens(data.vocab_tokens, "vocab"));
-  Tokenizer tokenizer(vocab, tokenizer_options);
+  BertTokenizer tokenizer(vocab, tokenizer_options);
   ASSIGN_OR_RETURN(data.train, EncodeAll(train_rows, tokenizer, label_ids,
                                          o.max_len, o.train_path));
   ASSIGN_OR_RETURN(data.dev, EncodeAll(dev_rows, tokenizer, label_ids,

@@ -16,7 +16,7 @@
 #include "nlohmann/json.hpp"
 #include "server/core/checkpoint/bert_config.h"
 #include "server/core/checkpoint/state_dict.h"
-#include "server/core/tokenizer/tokenizer.h"
+#include "server/core/tokenizer/bert_tokenizer.h"
 #include "server/train/train_data.h"
 #include "server/train/trainer.h"
 

@@ -77,8 +77,7 @@ absl::StatusOr<GradientPass> RunGradientPass(const Model& model,
   GradientPass pass;
   torch::AutoGradMode grad_mode(true);
   words.requires_grad_(true);
-  ASSIGN_OR_RETURN(input.start_hidden,
-                   engine.EmbedWords(words, input.token_type_ids));
+  ASSIGN_OR_RETURN(input.start_hidden, engine.EmbedWords(words, input));
   ASSIGN_OR_RETURN(TensorOutput out,
                    engine.RunWithGrad(input, Masks(mask, 1), forward));
   torch::Tensor at = out.logits[0];
@@ -149,12 +148,14 @@ absl::StatusOr<torch::Tensor> Baseline(const Model& model,
                                        AttributionBaseline kind) {
   torch::Tensor fill = torch::zeros({words.size(1)}, torch::kDouble);
   if (kind != AttributionBaseline::kZero) {
-    const Vocab& vocab = model.tokenizer().vocab();
+    const SpecialTokens& specials = model.tokenizer().specials();
     const int id =
-        kind == AttributionBaseline::kPad ? vocab.pad_id() : vocab.Id("[MASK]");
+        kind == AttributionBaseline::kPad ? specials.pad_id : specials.mask_id;
     if (id < 0) {
-      return absl::FailedPreconditionError(
-          "baseline=MASK: the vocabulary has no [MASK]");
+      return absl::FailedPreconditionError(absl::StrCat(
+          "baseline=", kind == AttributionBaseline::kPad ? "PAD" : "MASK",
+          ": the vocabulary has no ",
+          kind == AttributionBaseline::kPad ? "padding" : "mask", " token"));
     }
     ASSIGN_OR_RETURN(
         torch::Tensor row,
@@ -213,8 +214,7 @@ absl::StatusOr<IntegratedResult> IntegratedGradients(
         (b.unsqueeze(0) + a * diff.unsqueeze(0))
             .to(input.input_ids.device(), engine.placement().dtype)
             .requires_grad_(true);
-    ASSIGN_OR_RETURN(input.start_hidden,
-                     engine.EmbedWords(x, input.token_type_ids));
+    ASSIGN_OR_RETURN(input.start_hidden, engine.EmbedWords(x, input));
     ASSIGN_OR_RETURN(TensorOutput out, engine.RunWithGrad(input, Masks(mask, n),
                                                           EngineOptions()));
     const torch::Tensor f =

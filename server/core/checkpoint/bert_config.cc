@@ -2,6 +2,7 @@
 #include "server/core/checkpoint/bert_config.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -86,54 +87,83 @@ absl::StatusOr<BertConfig> BertConfig::FromJson(const std::string& json_text,
   // Another family's config can parse as BERT's (DeBERTa and ALBERT share
   // most field names) and fail later on a weight key, or not at all:
   // model_type says what it is. Absent: an old BERT config.
-  if (auto it = j.find("model_type"); it != j.end() && *it != "bert") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": model_type=", it->dump(),
-        " is not supported (supported: \"bert\", every HF BERT head)"));
-  }
   BertConfig c;
+  if (auto it = j.find("model_type"); it != j.end()) {
+    std::optional<ModelFamily> family;
+    if (it->is_string()) family = FamilyFromModelType(it->get<std::string>());
+    if (!family.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": model_type=", it->dump(),
+                       " is not supported (supported: ", SupportedModelTypes(),
+                       ", with their sequence and token classifiers)"));
+    }
+    c.family = *family;
+  }
+  const bool distilbert = c.family == ModelFamily::kDistilBert;
+  if (UsesPaddingOffsetPositions(c.family)) {
+    c.pad_token_id = 1;  // RobertaConfig's default
+    c.type_vocab_size = 1;
+  }
+  if (distilbert) c.type_vocab_size = 0;
+  // DistilBertConfig's names for BERT's sizes.
   const std::pair<const char*, int*> ints[] = {
       {"vocab_size", &c.vocab_size},
-      {"hidden_size", &c.hidden_size},
-      {"num_hidden_layers", &c.num_hidden_layers},
-      {"num_attention_heads", &c.num_attention_heads},
-      {"intermediate_size", &c.intermediate_size},
+      {distilbert ? "dim" : "hidden_size", &c.hidden_size},
+      {distilbert ? "n_layers" : "num_hidden_layers", &c.num_hidden_layers},
+      {distilbert ? "n_heads" : "num_attention_heads", &c.num_attention_heads},
+      {distilbert ? "hidden_dim" : "intermediate_size", &c.intermediate_size},
       {"max_position_embeddings", &c.max_position_embeddings},
-      {"type_vocab_size", &c.type_vocab_size},
+      {distilbert ? "" : "type_vocab_size", &c.type_vocab_size},
       {"pad_token_id", &c.pad_token_id},
+      {c.family == ModelFamily::kElectra ? "embedding_size" : "",
+       &c.embedding_size},
   };
   for (const auto& [field, dst] : ints) {
+    if (*field == '\0') continue;
     if (auto st = ReadInt(j, field, source, dst); !st.ok()) return st;
   }
+  if (c.embedding_size == 0) c.embedding_size = c.hidden_size;
   for (const auto& [field, value] : {
            std::pair<const char*, int>{"vocab_size", c.vocab_size},
-           {"hidden_size", c.hidden_size},
-           {"num_hidden_layers", c.num_hidden_layers},
-           {"num_attention_heads", c.num_attention_heads},
-           {"intermediate_size", c.intermediate_size},
+           {distilbert ? "dim" : "hidden_size", c.hidden_size},
+           {distilbert ? "n_layers" : "num_hidden_layers", c.num_hidden_layers},
+           {distilbert ? "n_heads" : "num_attention_heads",
+            c.num_attention_heads},
+           {distilbert ? "hidden_dim" : "intermediate_size",
+            c.intermediate_size},
            {"max_position_embeddings", c.max_position_embeddings},
-           {"type_vocab_size", c.type_vocab_size},
+           {distilbert ? "" : "type_vocab_size", c.type_vocab_size},
+           {"embedding_size", c.embedding_size},
        }) {
+    if (*field == '\0') continue;
     if (auto st = RequirePositive(value, field, source); !st.ok()) return st;
+  }
+  if (c.max_input_tokens() < 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": max_position_embeddings=", c.max_position_embeddings,
+        " leaves ", c.max_input_tokens(), " positions (pad_token_id=",
+        c.pad_token_id, "); an input needs at least 3"));
   }
   if (c.hidden_size % c.num_attention_heads != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": num_attention_heads=", c.num_attention_heads,
                      " does not divide hidden_size=", c.hidden_size));
   }
-  if (auto it = j.find("hidden_act"); it != j.end()) {
+  const char* act_field = distilbert ? "activation" : "hidden_act";
+  if (auto it = j.find(act_field); it != j.end()) {
     if (!it->is_string()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(source, ": field hidden_act must be a string"));
+          absl::StrCat(source, ": field ", act_field, " must be a string"));
     }
     c.hidden_act = it->get<std::string>();
   }
   if (!KnownActivation(c.hidden_act)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        source, ": hidden_act=\"", c.hidden_act,
+        source, ": ", act_field, "=\"", c.hidden_act,
         "\" is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)"));
   }
-  if (auto it = j.find("layer_norm_eps"); it != j.end()) {
+  // DistilBERT's LayerNorms are eps=1e-12 in code, not in its config.
+  if (auto it = j.find("layer_norm_eps"); !distilbert && it != j.end()) {
     if (!it->is_number() || it->get<double>() <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           source, ": layer_norm_eps must be a positive number, got ",

@@ -25,9 +25,16 @@ bool HasPrefix(const StateDict& w, const std::string& prefix) {
 }
 
 // The class HF would have saved these keys from, for a config that names
-// none (configs written by hand, or by old conversion scripts).
-std::string InferArchitecture(const StateDict& w) {
+// none (configs written by hand, or by old conversion scripts). Keys in
+// internal names (model_family.h).
+std::string InferArchitecture(ModelFamily family, const StateDict& w) {
   const bool pooler = w.count("bert.pooler.dense.weight") > 0;
+  if (family != ModelFamily::kBert) {
+    const std::string stem = ArchitectureStem(family);
+    if (w.count("classifier.weight") == 0) return stem + "Model";
+    return stem +
+           (pooler ? "ForSequenceClassification" : "ForTokenClassification");
+  }
   // BertForMultipleChoice's [1, hidden] classifier reads as a one-label
   // sequence classifier (a regression head): without a name the two are
   // the same keys, so the config must say which.
@@ -45,10 +52,10 @@ std::string InferArchitecture(const StateDict& w) {
 }
 
 HeadKind KindOf(const std::string& architecture) {
-  if (architecture == "BertForSequenceClassification") {
+  if (absl::EndsWith(architecture, "ForSequenceClassification")) {
     return HeadKind::kSequenceClassification;
   }
-  if (architecture == "BertForTokenClassification") {
+  if (absl::EndsWith(architecture, "ForTokenClassification")) {
     return HeadKind::kTokenClassification;
   }
   return HeadKind::kEncoder;
@@ -61,21 +68,26 @@ absl::Status CheckClassifier(BertConfig* config, const StateDict& w,
                              const std::string& file, BertHead* head) {
   const int64_t d = config->hidden_size;
   auto& labels = config->id2label;
+  const bool sequence = head->kind == HeadKind::kSequenceClassification;
+  const std::string weight_key =
+      ToFileKey(config->family, "classifier.weight", sequence);
   auto it = w.find("classifier.weight");
   if (it == w.end()) {
     return absl::NotFoundError(absl::StrCat(
-        file, ": missing key classifier.weight (expected shape [",
+        file, ": missing key ", weight_key, " (expected shape [",
         labels.empty() ? "num_labels" : absl::StrCat(labels.size()), ", ", d,
         "]), which ", head->architecture, " needs"));
   }
   if (it->second.dim() != 2 || it->second.size(1) != d) {
     return absl::InvalidArgumentError(
-        absl::StrCat(file, ": key classifier.weight has shape ",
+        absl::StrCat(file, ": key ", weight_key, " has shape ",
                      ShapeString(it->second.sizes().vec()),
                      ", expected [num_labels, ", d, "]"));
   }
   const int64_t num_labels = it->second.size(0);
-  RETURN_IF_ERROR(CheckKeyShape(w, file, "classifier.bias", {num_labels}));
+  RETURN_IF_ERROR(
+      CheckKeyShape(w, file, "classifier.bias", {num_labels},
+                    ToFileKey(config->family, "classifier.bias", sequence)));
   if (labels.empty()) {
     for (int64_t k = 0; k < num_labels; ++k) {
       labels.push_back(absl::StrCat("LABEL_", k));
@@ -103,33 +115,75 @@ const char* HeadKindName(HeadKind kind) {
   return "unknown";
 }
 
+std::vector<std::string> KnownArchitectures(ModelFamily family) {
+  const std::string stem = ArchitectureStem(family);
+  std::vector<std::string> suffixes;
+  switch (family) {
+    case ModelFamily::kBert:
+      suffixes = {"Model",
+                  "ForPreTraining",
+                  "ForMaskedLM",
+                  "LMHeadModel",
+                  "ForNextSentencePrediction",
+                  "ForSequenceClassification",
+                  "ForMultipleChoice",
+                  "ForTokenClassification",
+                  "ForQuestionAnswering"};
+      break;
+    case ModelFamily::kRoberta:
+    case ModelFamily::kXlmRoberta:
+      suffixes = {"Model",
+                  "ForMaskedLM",
+                  "ForCausalLM",
+                  "ForSequenceClassification",
+                  "ForMultipleChoice",
+                  "ForTokenClassification",
+                  "ForQuestionAnswering"};
+      break;
+    case ModelFamily::kDistilBert:
+      suffixes = {"Model",
+                  "ForMaskedLM",
+                  "ForSequenceClassification",
+                  "ForMultipleChoice",
+                  "ForTokenClassification",
+                  "ForQuestionAnswering"};
+      break;
+    case ModelFamily::kElectra:
+      suffixes = {"Model",
+                  "ForPreTraining",
+                  "ForMaskedLM",
+                  "ForCausalLM",
+                  "ForSequenceClassification",
+                  "ForMultipleChoice",
+                  "ForTokenClassification",
+                  "ForQuestionAnswering"};
+      break;
+  }
+  std::vector<std::string> out;
+  for (const std::string& suffix : suffixes) out.push_back(stem + suffix);
+  return out;
+}
+
 const std::vector<std::string>& KnownBertArchitectures() {
-  static const auto* known = new std::vector<std::string>{
-      "BertModel",
-      "BertForPreTraining",
-      "BertForMaskedLM",
-      "BertLMHeadModel",
-      "BertForNextSentencePrediction",
-      "BertForSequenceClassification",
-      "BertForMultipleChoice",
-      "BertForTokenClassification",
-      "BertForQuestionAnswering",
-  };
+  static const auto* known =
+      new std::vector<std::string>(KnownArchitectures(ModelFamily::kBert));
   return *known;
 }
 
 absl::Status CheckKeyShape(const StateDict& w, const std::string& file,
-                           const std::string& key, const Shape& expected) {
+                           const std::string& key, const Shape& expected,
+                           const std::string& file_key) {
+  const std::string& shown = file_key.empty() ? key : file_key;
   auto it = w.find(key);
   if (it == w.end()) {
-    return absl::NotFoundError(absl::StrCat(file, ": missing key ", key,
+    return absl::NotFoundError(absl::StrCat(file, ": missing key ", shown,
                                             " (expected shape ",
                                             ShapeString(expected), ")"));
   }
   const Shape actual = it->second.sizes().vec();
   if (actual != expected) {
     return absl::InvalidArgumentError(
-        absl::StrCat(file, ": key ", key, " has shape ", ShapeString(actual),
+        absl::StrCat(file, ": key ", shown, " has shape ", ShapeString(actual),
                      ", expected ", ShapeString(expected)));
   }
   return absl::OkStatus();
@@ -139,24 +193,30 @@ absl::StatusOr<BertHead> ResolveBertHead(BertConfig* config,
                                          const StateDict& weights,
                                          const std::string& config_file,
                                          const std::string& weights_file) {
+  const ModelFamily family = config->family;
   BertHead head;
-  head.architecture = config->architecture.empty() ? InferArchitecture(weights)
-                                                   : config->architecture;
-  const auto& known = KnownBertArchitectures();
+  head.architecture = config->architecture.empty()
+                          ? InferArchitecture(family, weights)
+                          : config->architecture;
+  const std::vector<std::string> known = KnownArchitectures(family);
   if (std::find(known.begin(), known.end(), head.architecture) == known.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(config_file, ": architectures[0]=\"", head.architecture,
-                     "\" is not a BERT architecture this server knows (",
-                     absl::StrJoin(known, ", "), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        config_file, ": architectures[0]=\"", head.architecture, "\" is not a ",
+        ModelTypeName(family), " architecture this server knows (",
+        absl::StrJoin(known, ", "), ")"));
   }
   head.kind = KindOf(head.architecture);
+  head.pooler_activation = PoolerActivationOf(family);
+  const bool sequence = head.kind == HeadKind::kSequenceClassification;
   std::set<std::string> used;
-  if (head.kind == HeadKind::kSequenceClassification) {
+  if (sequence) {
     const int64_t d = config->hidden_size;
-    RETURN_IF_ERROR(CheckKeyShape(weights, weights_file,
-                                  "bert.pooler.dense.weight", {d, d}));
-    RETURN_IF_ERROR(
-        CheckKeyShape(weights, weights_file, "bert.pooler.dense.bias", {d}));
+    for (const auto& [key, shape] :
+         {std::pair<std::string, Shape>{"bert.pooler.dense.weight", {d, d}},
+          {"bert.pooler.dense.bias", {d}}}) {
+      RETURN_IF_ERROR(CheckKeyShape(weights, weights_file, key, shape,
+                                    ToFileKey(family, key, true)));
+    }
     head.uses_pooler = true;
     used.insert({"bert.pooler.dense.weight", "bert.pooler.dense.bias"});
   }
@@ -168,8 +228,11 @@ absl::StatusOr<BertHead> ResolveBertHead(BertConfig* config,
   for (const auto& [key, tensor] : weights) {
     const bool encoder = absl::StartsWith(key, "bert.embeddings.") ||
                          absl::StartsWith(key, "bert.encoder.");
-    if (!encoder && used.count(key) == 0) head.unused_keys.push_back(key);
+    if (!encoder && used.count(key) == 0) {
+      head.unused_keys.push_back(ToFileKey(family, key, sequence));
+    }
   }
+  std::sort(head.unused_keys.begin(), head.unused_keys.end());
   return head;
 }
 

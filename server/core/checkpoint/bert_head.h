@@ -23,10 +23,16 @@ namespace bertology {
 
 // OK when `weights` has `key` with exactly `expected` shape; else NOT_FOUND
 // ("<file>: missing key K (expected shape [..])") or INVALID_ARGUMENT
-// ("<file>: key K has shape [..], expected [..]").
+// ("<file>: key K has shape [..], expected [..]"), K being `file_key` (the
+// name in the file, model_family.h) when given.
 absl::Status CheckKeyShape(const StateDict& weights, const std::string& file,
                            const std::string& key,
-                           const std::vector<int64_t>& expected);
+                           const std::vector<int64_t>& expected,
+                           const std::string& file_key = "");
+
+// HF's class names of `family` this server knows (the heads it computes
+// and those whose encoder it serves).
+std::vector<std::string> KnownArchitectures(ModelFamily family);
 
 // Decides the head from `config.architecture` (or, when empty, the keys:
 // classifier with pooler = sequence classifier, classifier without pooler =

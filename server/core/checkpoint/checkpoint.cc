@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "server/core/checkpoint/bert_head.h"
+#include "server/core/tokenizer/piece_tokenizers.h"
 #include "server/core/tokenizer/tokenizer_config.h"
 
 namespace bertology {
@@ -20,20 +21,19 @@ namespace {
 namespace fs = std::filesystem;
 using Shape = std::vector<int64_t>;
 
-// HF names: "bert." prefix on the encoder, LayerNorm weight/bias (older
+// BertForSequenceClassification's names (model_family.h: "bert." prefix
+// on the encoder, each family's keys renamed), LayerNorm weight/bias (older
 // TF-converted checkpoints say gamma/beta), no position_ids buffer.
-StateDict NormaliseKeys(StateDict in) {
+StateDict NormaliseKeys(StateDict in, ModelFamily family) {
   StateDict out;
   for (auto& [key, tensor] : in) {
     std::string k = key;
-    for (const char* p : {"embeddings.", "encoder.", "pooler."}) {
-      if (absl::StartsWith(k, p)) k = "bert." + k;
-    }
     if (absl::EndsWith(k, "LayerNorm.gamma")) {
       k = k.substr(0, k.size() - 5) + "weight";
     } else if (absl::EndsWith(k, "LayerNorm.beta")) {
       k = k.substr(0, k.size() - 4) + "bias";
     }
+    k = ToInternalKey(family, k);
     // Buffers, not weights: positions and token types are rebuilt per pass.
     if (k == "bert.embeddings.position_ids" ||
         k == "bert.embeddings.token_type_ids") {
@@ -45,16 +45,25 @@ StateDict NormaliseKeys(StateDict in) {
 }
 
 // Every key the encoder needs, with the shape the config implies.
+// Internal names (the file's are ToFileKey's).
 std::vector<std::pair<std::string, Shape>> RequiredShapes(const BertConfig& c) {
-  const int64_t d = c.hidden_size, i = c.intermediate_size;
+  const int64_t d = c.hidden_size, i = c.intermediate_size,
+                e = c.embedding_size;
   std::vector<std::pair<std::string, Shape>> req = {
-      {"bert.embeddings.word_embeddings.weight", {c.vocab_size, d}},
+      {"bert.embeddings.word_embeddings.weight", {c.vocab_size, e}},
       {"bert.embeddings.position_embeddings.weight",
-       {c.max_position_embeddings, d}},
-      {"bert.embeddings.token_type_embeddings.weight", {c.type_vocab_size, d}},
-      {"bert.embeddings.LayerNorm.weight", {d}},
-      {"bert.embeddings.LayerNorm.bias", {d}},
+       {c.max_position_embeddings, e}},
+      {"bert.embeddings.LayerNorm.weight", {e}},
+      {"bert.embeddings.LayerNorm.bias", {e}},
   };
+  if (c.type_vocab_size > 0) {
+    req.push_back({"bert.embeddings.token_type_embeddings.weight",
+                   {c.type_vocab_size, e}});
+  }
+  if (e != d) {  // ELECTRA's embeddings_project
+    req.push_back({"bert.embeddings.project.weight", {d, e}});
+    req.push_back({"bert.embeddings.project.bias", {d}});
+  }
   auto linear = [&](const std::string& name, int64_t out_dim, int64_t in_dim) {
     req.push_back({name + ".weight", {out_dim, in_dim}});
     req.push_back({name + ".bias", {out_dim}});
@@ -90,6 +99,41 @@ absl::Status CheckVocab(const std::string& path) {
   return absl::InvalidArgumentError(path + ": vocab has no [CLS] token");
 }
 
+absl::Status RequireFile(const fs::path& path, const char* what) {
+  std::error_code ec;
+  if (fs::exists(path, ec)) return absl::OkStatus();
+  return absl::NotFoundError(
+      absl::StrCat(path.string(), ": missing (required: ", what, ")"));
+}
+
+// Which tokenizer files the family ships, and their settings.
+absl::Status FindTokenizer(const fs::path& root, ModelFamily family,
+                           Checkpoint* ckpt) {
+  const std::string config = (root / "tokenizer_config.json").string();
+  switch (family) {
+    case ModelFamily::kRoberta: {
+      ckpt->tokenizer_kind = TokenizerKind::kByteLevelBpe;
+      ckpt->vocab_file = (root / "vocab.json").string();
+      ckpt->merges_file = (root / "merges.txt").string();
+      RETURN_IF_ERROR(
+          RequireFile(ckpt->vocab_file, "RoBERTa's BPE vocabulary"));
+      RETURN_IF_ERROR(RequireFile(ckpt->merges_file, "RoBERTa's BPE merges"));
+      ASSIGN_OR_RETURN(ckpt->bpe_tokenizer, ReadRobertaTokenizerConfig(config));
+      return absl::OkStatus();
+    }
+    case ModelFamily::kXlmRoberta:
+      ckpt->tokenizer_kind = TokenizerKind::kSentencePiece;
+      ckpt->vocab_file = (root / "sentencepiece.bpe.model").string();
+      return RequireFile(ckpt->vocab_file, "XLM-R's SentencePiece model");
+    default: {
+      ckpt->tokenizer_kind = TokenizerKind::kWordPiece;
+      ASSIGN_OR_RETURN(ckpt->tokenizer, ReadTokenizerConfig(config));
+      ckpt->vocab_file = (root / "vocab.txt").string();
+      return CheckVocab(ckpt->vocab_file);
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<Checkpoint> Checkpoint::Load(const std::string& dir) {
@@ -122,9 +166,11 @@ absl::StatusOr<Checkpoint> Checkpoint::Load(const std::string& dir) {
                      ": no weights file; looked for model.safetensors and "
                      "pytorch_model.bin"));
   }
-  ckpt.weights = NormaliseKeys(std::move(raw));
+  const ModelFamily family = ckpt.config.family;
+  ckpt.weights = NormaliseKeys(std::move(raw), family);
   for (const auto& [key, shape] : RequiredShapes(ckpt.config)) {
-    RETURN_IF_ERROR(CheckKeyShape(ckpt.weights, ckpt.weights_file, key, shape));
+    RETURN_IF_ERROR(CheckKeyShape(ckpt.weights, ckpt.weights_file, key, shape,
+                                  ToFileKey(family, key, false)));
   }
   ASSIGN_OR_RETURN(ckpt.head, ResolveBertHead(&ckpt.config, ckpt.weights,
                                               config_path, ckpt.weights_file));
@@ -136,11 +182,7 @@ absl::StatusOr<Checkpoint> Checkpoint::Load(const std::string& dir) {
         absl::StrCat(ckpt.weights_file, ": weights dtype ", ckpt.weights_dtype,
                      " is not F32, F16 or BF16"));
   }
-  ASSIGN_OR_RETURN(
-      ckpt.tokenizer,
-      ReadTokenizerConfig((root / "tokenizer_config.json").string()));
-  ckpt.vocab_file = (root / "vocab.txt").string();
-  RETURN_IF_ERROR(CheckVocab(ckpt.vocab_file));
+  RETURN_IF_ERROR(FindTokenizer(root, family, &ckpt));
   return ckpt;
 }
 

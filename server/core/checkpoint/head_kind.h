@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "server/core/checkpoint/model_family.h"
+
 namespace bertology {
 
 enum class HeadKind {
@@ -25,6 +27,9 @@ struct BertHead {
   HeadKind kind = HeadKind::kEncoder;
   int num_labels = 0;        // classifier rows; 0 for kEncoder
   bool uses_pooler = false;  // kSequenceClassification only
+  // Between the first token's dense layer and the classifier (BERT's pooler,
+  // RoBERTa's and ELECTRA's classifier.dense, DistilBERT's pre_classifier).
+  PoolerActivation pooler_activation = PoolerActivation::kTanh;
   // Keys present in the file that the server does not compute with, sorted.
   std::vector<std::string> unused_keys;
 };

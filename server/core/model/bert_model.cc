@@ -44,34 +44,61 @@ std::string ShapeString(const torch::Tensor& t) {
 }  // namespace
 
 BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& config,
-                                       double hidden_dropout) {
-  const int d = config.hidden_size;
+                                       double hidden_dropout)
+    : padding_offset_positions_(UsesPaddingOffsetPositions(config.family)),
+      pad_token_id_(config.pad_token_id) {
+  const int e =
+      config.embedding_size > 0 ? config.embedding_size : config.hidden_size;
   word_embeddings_ = register_module(
-      "word_embeddings", torch::nn::Embedding(config.vocab_size, d));
+      "word_embeddings", torch::nn::Embedding(config.vocab_size, e));
   position_embeddings_ =
       register_module("position_embeddings",
-                      torch::nn::Embedding(config.max_position_embeddings, d));
-  token_type_embeddings_ = register_module(
-      "token_type_embeddings", torch::nn::Embedding(config.type_vocab_size, d));
+                      torch::nn::Embedding(config.max_position_embeddings, e));
+  if (config.type_vocab_size > 0) {
+    token_type_embeddings_ =
+        register_module("token_type_embeddings",
+                        torch::nn::Embedding(config.type_vocab_size, e));
+  }
   layer_norm_ = register_module(
-      "LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d}).eps(
+      "LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({e}).eps(
                        config.layer_norm_eps)));
   dropout_ = register_module("dropout", torch::nn::Dropout(hidden_dropout));
+  if (e != config.hidden_size) {
+    project_ =
+        register_module("project", torch::nn::Linear(e, config.hidden_size));
+  }
+}
+
+torch::Tensor BertEmbeddingsImpl::PositionIds(
+    const torch::Tensor& input_ids) const {
+  if (!padding_offset_positions_) {
+    return torch::arange(input_ids.size(1), torch::TensorOptions()
+                                                .dtype(torch::kLong)
+                                                .device(input_ids.device()))
+        .unsqueeze(0);
+  }
+  // HF's create_position_ids_from_input_ids: padding keeps pad_token_id.
+  const torch::Tensor real = input_ids.ne(pad_token_id_).to(torch::kLong);
+  return torch::cumsum(real, 1) * real + pad_token_id_;
 }
 
 torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& input_ids,
                                           const torch::Tensor& token_type_ids) {
-  return forward_words(word_embeddings_(input_ids), token_type_ids);
+  return forward_words(word_embeddings_(input_ids), input_ids, token_type_ids);
 }
 
 torch::Tensor BertEmbeddingsImpl::forward_words(
-    const torch::Tensor& words, const torch::Tensor& token_type_ids) {
-  const int64_t t = words.size(1);
-  torch::Tensor positions = torch::arange(
-      t, torch::TensorOptions().dtype(torch::kLong).device(words.device()));
-  torch::Tensor x = words + token_type_embeddings_(token_type_ids) +
-                    position_embeddings_(positions).unsqueeze(0);
-  return dropout_(layer_norm_(x));
+    const torch::Tensor& words, const torch::Tensor& input_ids,
+    const torch::Tensor& token_type_ids) {
+  // HF's order, (words + types) + positions: BERT's results stay bit for
+  // bit what they were before the families.
+  torch::Tensor x = words;
+  if (!token_type_embeddings_.is_empty()) {
+    x = x + token_type_embeddings_(token_type_ids);
+  }
+  x = x + position_embeddings_(PositionIds(input_ids));
+  x = dropout_(layer_norm_(x));
+  return project_.is_empty() ? x : project_(x);
 }
 
 BertEncoderImpl::BertEncoderImpl(const BertConfig& config,
@@ -83,34 +110,50 @@ BertEncoderImpl::BertEncoderImpl(const BertConfig& config,
   }
 }
 
-BertPoolerImpl::BertPoolerImpl(const BertConfig& config) {
+BertPoolerImpl::BertPoolerImpl(const BertConfig& config,
+                               PoolerActivation activation)
+    : activation_(activation) {
   dense_ = register_module(
       "dense", torch::nn::Linear(config.hidden_size, config.hidden_size));
 }
 
 torch::Tensor BertPoolerImpl::forward(const torch::Tensor& hidden) {
-  return torch::tanh(dense_(hidden.select(1, 0)));
+  const torch::Tensor x = dense_(hidden.select(1, 0));
+  switch (activation_) {
+    case PoolerActivation::kRelu:
+      return torch::relu(x);
+    case PoolerActivation::kGelu:
+      return torch::gelu(x);  // exact erf, HF's "gelu"
+    case PoolerActivation::kTanh:
+      break;
+  }
+  return torch::tanh(x);
 }
 
-BertModelImpl::BertModelImpl(const BertConfig& config,
-                             const BertDropout& dropout, bool with_pooler) {
+BertModelImpl::BertModelImpl(
+    const BertConfig& config, const BertDropout& dropout,
+    std::optional<PoolerActivation> pooler_activation) {
   embeddings =
       register_module("embeddings", BertEmbeddings(config, dropout.hidden));
   encoder = register_module("encoder", BertEncoder(config, dropout));
-  if (with_pooler) pooler = register_module("pooler", BertPooler(config));
+  if (pooler_activation.has_value()) {
+    pooler = register_module("pooler", BertPooler(config, *pooler_activation));
+  }
 }
 
 BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(
     const BertConfig& config, int num_labels, BertDropout dropout,
-    HeadKind kind)
+    HeadKind kind, PoolerActivation pooler_activation)
     : num_layers_(config.num_hidden_layers),
       num_heads_(config.num_attention_heads),
       head_size_(config.head_size()),
       kind_(num_labels > 0 ? kind : HeadKind::kEncoder) {
   if (kind_ == HeadKind::kEncoder) num_labels = 0;
   bert = register_module(
-      "bert",
-      BertModel(config, dropout, kind_ == HeadKind::kSequenceClassification));
+      "bert", BertModel(config, dropout,
+                        kind_ == HeadKind::kSequenceClassification
+                            ? std::optional<PoolerActivation>(pooler_activation)
+                            : std::nullopt));
   this->dropout =
       register_module("dropout", torch::nn::Dropout(dropout.hidden));
   if (num_labels > 0) {
@@ -260,13 +303,15 @@ BertRunOutput BertForSequenceClassificationImpl::RunUnder(
   return out;
 }
 
-absl::Status LoadStateDict(const StateDict& weights,
-                           BertForSequenceClassificationImpl* module) {
+absl::Status LoadStateDict(
+    const StateDict& weights, BertForSequenceClassificationImpl* module,
+    const std::function<std::string(const std::string&)>& file_key) {
   torch::NoGradGuard no_grad;
   for (auto& item : module->named_parameters(/*recurse=*/true)) {
-    const std::string& name = item.key();
+    const std::string& key = item.key();
+    const std::string name = file_key ? file_key(key) : key;
     torch::Tensor& param = item.value();
-    auto it = weights.find(name);
+    auto it = weights.find(key);
     if (it == weights.end()) {
       return absl::NotFoundError(absl::StrCat("weights lack ", name, " (shape ",
                                               ShapeString(param), ")"));

@@ -20,7 +20,10 @@
 #include <torch/nn.h>
 #include <torch/types.h>
 
+#include <functional>
 #include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -41,27 +44,40 @@ struct BertDropout {
   double attention = 0.1;
 };
 
+// The family's embeddings (model_family.h): word + position (+ token
+// type where the model has them, not DistilBERT) at embedding_size,
+// LayerNorm, dropout, then ELECTRA's embeddings_project (`project`) to
+// hidden_size where the two differ. Positions are 0..T-1, or RoBERTa's and
+// XLM-R's pad_token_id + 1 onwards over non-padding tokens.
 class BertEmbeddingsImpl : public torch::nn::Module {
  public:
   BertEmbeddingsImpl(const BertConfig& config, double hidden_dropout);
-  // input_ids, token_type_ids [B, T] int64 -> [B, T, D]; absolute positions
-  // 0..T-1 (T <= max_position_embeddings).
+  // input_ids, token_type_ids [B, T] int64 -> [B, T, D] (T <=
+  // BertConfig::max_input_tokens()).
   torch::Tensor forward(const torch::Tensor& input_ids,
                         const torch::Tensor& token_type_ids);
-  // As forward, from word embeddings [B, T, D] in place of the lookup of
-  // input_ids (integrated gradients moves them): the positions and token
-  // types are added and normalised as forward does.
+  // As forward, from word embeddings [B, T, E] in place of the lookup of
+  // input_ids (integrated gradients moves them): positions (from
+  // input_ids, as forward counts them) and token types are added and
+  // normalised as forward does.
   torch::Tensor forward_words(const torch::Tensor& words,
+                              const torch::Tensor& input_ids,
                               const torch::Tensor& token_type_ids);
-  // The word-embedding table [V, D].
+  // The word-embedding table [V, E].
   const torch::Tensor& word_table() const { return word_embeddings_->weight; }
 
  private:
+  // [B, T] or [1, T] int64 position ids of input_ids.
+  torch::Tensor PositionIds(const torch::Tensor& input_ids) const;
+
+  bool padding_offset_positions_;
+  int64_t pad_token_id_;
   torch::nn::Embedding word_embeddings_{nullptr};
   torch::nn::Embedding position_embeddings_{nullptr};
-  torch::nn::Embedding token_type_embeddings_{nullptr};
+  torch::nn::Embedding token_type_embeddings_{nullptr};  // null: none
   torch::nn::LayerNorm layer_norm_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
+  torch::nn::Linear project_{nullptr};  // null unless E != D
 };
 TORCH_MODULE(BertEmbeddings);
 
@@ -78,13 +94,16 @@ class BertEncoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(BertEncoder);
 
-// dense + tanh on the first token.
+// dense + activation on the first token: BERT's pooler (tanh), and the
+// first half of RoBERTa's and ELECTRA's classification heads (tanh, GELU)
+// and of DistilBERT's (pre_classifier, ReLU); the classifier is the other.
 class BertPoolerImpl : public torch::nn::Module {
  public:
-  explicit BertPoolerImpl(const BertConfig& config);
+  BertPoolerImpl(const BertConfig& config, PoolerActivation activation);
   torch::Tensor forward(const torch::Tensor& hidden);  // [B,T,D] -> [B,D]
 
  private:
+  PoolerActivation activation_;
   torch::nn::Linear dense_{nullptr};
 };
 TORCH_MODULE(BertPooler);
@@ -92,8 +111,9 @@ TORCH_MODULE(BertPooler);
 // `bert.*`: embeddings, encoder and (optional) pooler.
 class BertModelImpl : public torch::nn::Module {
  public:
+  // `pooler`: the activation of the pooler to build; nullopt for none.
   BertModelImpl(const BertConfig& config, const BertDropout& dropout,
-                bool with_pooler);
+                std::optional<PoolerActivation> pooler);
   BertEmbeddings embeddings{nullptr};
   BertEncoder encoder{nullptr};
   BertPooler pooler{nullptr};  // null without a pooler
@@ -127,9 +147,11 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
   // num_labels == 0 or kind == kEncoder: the encoder alone (no pooler, no
   // classifier). kTokenClassification: a classifier on every position and
   // no pooler (HF builds BertForTokenClassification without one).
+  // `pooler_activation`: the family's (BertHead::pooler_activation).
   BertForSequenceClassificationImpl(
       const BertConfig& config, int num_labels, BertDropout dropout = {},
-      HeadKind kind = HeadKind::kSequenceClassification);
+      HeadKind kind = HeadKind::kSequenceClassification,
+      PoolerActivation pooler_activation = PoolerActivation::kTanh);
 
   bool has_classifier() const { return !classifier.is_empty(); }
   HeadKind kind() const { return kind_; }
@@ -193,8 +215,11 @@ TORCH_MODULE(BertForSequenceClassification);
 // its exact shape (errors name the key and both shapes); keys the module
 // lacks (e.g. `bert.embeddings.position_ids`, or a pooler/classifier when the
 // module was built without one) are ignored.
-absl::Status LoadStateDict(const StateDict& weights,
-                           BertForSequenceClassificationImpl* module);
+// `file_key` names a parameter in messages as the file has it
+// (model_family.h's ToFileKey); by default the internal name.
+absl::Status LoadStateDict(
+    const StateDict& weights, BertForSequenceClassificationImpl* module,
+    const std::function<std::string(const std::string&)>& file_key = nullptr);
 
 }  // namespace bertology
 

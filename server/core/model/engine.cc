@@ -25,6 +25,12 @@
 namespace bertology {
 namespace {
 
+// The token type ids a model takes: [0, type_vocab_size), or only 0 for
+// DistilBERT, which has none.
+int TokenTypes(const BertConfig& config) {
+  return std::max(1, config.type_vocab_size);
+}
+
 std::string Shape(const torch::Tensor& t) {
   return absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]");
 }
@@ -174,15 +180,15 @@ absl::Status Engine::CheckRun(const ModelInput& input,
         "token_type_ids and attention_mask must have input_ids' shape ",
         Shape(ids)));
   }
-  if (t > config.max_position_embeddings) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sequence length ", t, " exceeds max_position_embeddings ",
-                     config.max_position_embeddings));
+  if (t > config.max_input_tokens()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sequence length ", t, " exceeds the ", config.max_input_tokens(),
+        " positions max_position_embeddings covers"));
   }
   if (!input.ranges_checked) {
     RETURN_IF_ERROR(CheckRange(ids, config.vocab_size, "input_ids"));
-    RETURN_IF_ERROR(CheckRange(input.token_type_ids, config.type_vocab_size,
-                               "token_type_ids"));
+    RETURN_IF_ERROR(
+        CheckRange(input.token_type_ids, TokenTypes(config), "token_type_ids"));
   }
   if (options.attention_kernel == AttentionKernel::kFused &&
       !FusedAttentionAvailable()) {
@@ -278,7 +284,7 @@ absl::StatusOr<ModelInput> Engine::MakeBatch(
   if (encodings.empty()) return absl::InvalidArgumentError("empty batch");
   const int max_seq_len = model_.max_seq_len();
   const BertConfig& config = model_.config();
-  const Vocab& vocab = model_.tokenizer().vocab();
+  const int pad_id = std::max(0, model_.tokenizer().specials().pad_id);
   size_t longest = 0;
   for (size_t i = 0; i < encodings.size(); ++i) {
     const size_t n = encodings[i]->tokens.size();
@@ -292,7 +298,7 @@ absl::StatusOr<ModelInput> Engine::MakeBatch(
   const int64_t b = static_cast<int64_t>(encodings.size());
   const int64_t t = static_cast<int64_t>(longest);
   try {
-    torch::Tensor ids = torch::full({b, t}, vocab.pad_id(), torch::kLong);
+    torch::Tensor ids = torch::full({b, t}, pad_id, torch::kLong);
     torch::Tensor types = torch::zeros({b, t}, torch::kLong);
     torch::Tensor mask = torch::zeros({b, t}, torch::kLong);
     auto ids_a = ids.accessor<int64_t, 2>();
@@ -300,19 +306,23 @@ absl::StatusOr<ModelInput> Engine::MakeBatch(
     auto mask_a = mask.accessor<int64_t, 2>();
     // Ranges checked here, on the host: on CUDA a check of the device
     // tensors would wait for the device twice per batch.
-    IdRange id_range{vocab.pad_id()}, type_range{0};
+    IdRange id_range{pad_id}, type_range{0};
+    // The pair role is the token type where the model has two (BERT,
+    // ELECTRA); RoBERTa's one type and DistilBERT's none are all 0, as HF's
+    // tokenizers give them.
+    const bool typed = config.type_vocab_size > 1;
     for (int64_t r = 0; r < b; ++r) {
       const std::vector<Token>& tokens = encodings[r]->tokens;
       for (size_t j = 0; j < tokens.size(); ++j) {
         ids_a[r][j] = tokens[j].id;
-        types_a[r][j] = tokens[j].segment;
+        types_a[r][j] = typed ? tokens[j].segment : 0;
         mask_a[r][j] = 1;
         id_range.Add(tokens[j].id);
-        type_range.Add(tokens[j].segment);
+        type_range.Add(types_a[r][j]);
       }
     }
     RETURN_IF_ERROR(id_range.Check(config.vocab_size, "input_ids"));
-    RETURN_IF_ERROR(type_range.Check(config.type_vocab_size, "token_type_ids"));
+    RETURN_IF_ERROR(type_range.Check(TokenTypes(config), "token_type_ids"));
     const torch::Device& device = placement_.device;
     ModelInput input{ToDevice(ids, device), ToDevice(types, device),
                      ToDevice(mask, device), torch::Tensor()};
@@ -457,28 +467,31 @@ absl::StatusOr<torch::Tensor> Engine::WordEmbeddings(
 }
 
 absl::StatusOr<torch::Tensor> Engine::EmbedWords(
-    const torch::Tensor& words, const torch::Tensor& token_type_ids) const {
-  const int64_t d = model_.config().hidden_size;
-  if (!words.defined() || words.dim() != 3 || words.size(2) != d ||
+    const torch::Tensor& words, const ModelInput& input) const {
+  const BertConfig& config = model_.config();
+  const int64_t e = config.embedding_size;
+  if (!words.defined() || words.dim() != 3 || words.size(2) != e ||
       !words.is_floating_point()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("words must be float [B, T, ", d, "], got ",
+        absl::StrCat("words must be float [B, T, ", e, "], got ",
                      words.defined() ? Shape(words) : "undefined"));
   }
-  if (!token_type_ids.defined() ||
-      !HasShape(token_type_ids, {words.size(0), words.size(1)})) {
+  const torch::Tensor& types = input.token_type_ids;
+  const torch::Tensor& ids = input.input_ids;
+  if (!types.defined() || !HasShape(types, {words.size(0), words.size(1)}) ||
+      !ids.defined() || !HasShape(ids, {words.size(0), words.size(1)})) {
     return absl::InvalidArgumentError(
-        "token_type_ids must be [B, T] as words' first two dimensions");
+        "input_ids and token_type_ids must be [B, T] as words' first two "
+        "dimensions");
   }
-  if (words.size(1) > model_.config().max_position_embeddings) {
+  if (words.size(1) > config.max_input_tokens()) {
     return absl::InvalidArgumentError("words are longer than the positions");
   }
   return CatchTorchWithGrad([&]() -> absl::StatusOr<torch::Tensor> {
-    RETURN_IF_ERROR(CheckRange(token_type_ids, model_.config().type_vocab_size,
-                               "token_type_ids"));
+    RETURN_IF_ERROR(CheckRange(types, TokenTypes(config), "token_type_ids"));
     return module_->bert->embeddings->forward_words(
         words.to(placement_.device, placement_.dtype),
-        token_type_ids.to(placement_.device));
+        ids.to(placement_.device), types.to(placement_.device));
   });
 }
 

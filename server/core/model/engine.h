@@ -159,18 +159,19 @@ class Engine {
       const ModelInput& input, const std::vector<const HeadMask*>& masks,
       const EngineOptions& options) const;
 
-  // The word-embedding rows of `input_ids` [B, T] int64: [B, T, D] on the
+  // The word-embedding rows of `input_ids` [B, T] int64: [B, T, E] on the
   // device in the compute dtype, a copy outside any graph (so a caller can
   // make it require grad, or interpolate it, without touching the
   // parameters).
   absl::StatusOr<torch::Tensor> WordEmbeddings(
       const torch::Tensor& input_ids) const;
-  // The embeddings module's output from word embeddings [B, T, D] (positions
-  // and `token_type_ids` [B, T] added, then LayerNorm): what RunWithGrad
-  // takes as start_hidden at layer 0. Differentiable in `words` under grad
-  // mode; INVALID_ARGUMENT for shapes that do not match.
-  absl::StatusOr<torch::Tensor> EmbedWords(
-      const torch::Tensor& words, const torch::Tensor& token_type_ids) const;
+  // The embeddings module's output from word embeddings [B, T, E] (the
+  // positions of `input`'s input_ids and its token_type_ids added, then
+  // LayerNorm and ELECTRA's projection): what RunWithGrad takes as
+  // start_hidden at layer 0. Differentiable in `words` under grad mode;
+  // INVALID_ARGUMENT for shapes that do not match.
+  absl::StatusOr<torch::Tensor> EmbedWords(const torch::Tensor& words,
+                                           const ModelInput& input) const;
 
  private:
   // options.attention_kernel with kAuto replaced by the model's default.

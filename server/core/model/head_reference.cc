@@ -83,12 +83,17 @@ const char* TokenRoleName(TokenRole role) {
 TokenLayout TokenLayout::Of(const Encoding& encoding) {
   TokenLayout out;
   out.length = static_cast<int>(encoding.tokens.size());
-  int in_b = 0;
-  for (const Token& t : encoding.tokens) in_b += t.segment == 1 ? 1 : 0;
+  int in_b = 0, specials_b = 0;
+  for (const Token& t : encoding.tokens) {
+    in_b += t.segment == 1 ? 1 : 0;
+    specials_b += t.segment == 1 && t.special ? 1 : 0;
+  }
   out.pair = in_b > 0;
-  // [CLS] and the first [SEP] are segment 0; the second [SEP] segment 1.
+  // [CLS] and the first [SEP] are segment 0; the last [SEP] segment 1, and
+  // so is the second of RoBERTa's </s></s>.
+  out.separators = std::max(1, specials_b);
   out.len_a = std::max(0, out.length - in_b - 2);
-  out.len_b = std::max(0, in_b - 1);
+  out.len_b = std::max(0, in_b - std::max(1, specials_b));
   Fnv1a h;
   AddEncoding(encoding, &h);
   out.key = h.value();
@@ -98,7 +103,7 @@ TokenLayout TokenLayout::Of(const Encoding& encoding) {
 TokenRole TokenLayout::RoleAt(int t) const {
   if (t == 0) return TokenRole::kCls;
   if (t < sep_a()) return TokenRole::kTokenA;
-  if (t == sep_a() || !pair) return TokenRole::kSepA;
+  if (t < sep_a() + separators || !pair) return TokenRole::kSepA;
   if (t < sep_b()) return TokenRole::kTokenB;
   return TokenRole::kSepB;
 }
@@ -261,8 +266,8 @@ std::vector<int64_t> ResampleTokenRows(const HeadReference& reference,
         case TokenRole::kCls:
           p = 0;
           break;
-        case TokenRole::kSepA:
-          p = ref.sep_a();
+        case TokenRole::kSepA:  // the same one of RoBERTa's </s></s>
+          p = ref.sep_a() + std::min(t - row.sep_a(), ref.separators - 1);
           break;
         case TokenRole::kSepB:
           p = ref.sep_b();
@@ -272,10 +277,10 @@ std::vector<int64_t> ResampleTokenRows(const HeadReference& reference,
                              : 1 + Scaled(t - 1, row.len_a, ref.len_a);
           break;
         case TokenRole::kTokenB:
-          p = ref.len_b == 0
-                  ? ref.sep_b()
-                  : ref.sep_a() + 1 +
-                        Scaled(t - row.sep_a() - 1, row.len_b, ref.len_b);
+          p = ref.len_b == 0 ? ref.sep_b()
+                             : ref.sep_a() + ref.separators +
+                                   Scaled(t - row.sep_a() - row.separators,
+                                          row.len_b, ref.len_b);
           break;
       }
     }

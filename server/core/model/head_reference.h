@@ -42,22 +42,25 @@ inline constexpr int kNumTokenRoles = 5;
 // "[CLS]", "[SEP] a", "[SEP] b", "text_a", "text_b".
 const char* TokenRoleName(TokenRole role);
 
-// Where an encoding's roles sit: [CLS] a... [SEP] (b... [SEP]). Host-side,
-// made from the encoding (never read back from a device).
+// Where an encoding's roles sit: [CLS] a... [SEP] (b... [SEP]), or
+// RoBERTa's <s> a... </s> (</s> b... </s>), whose two separators between
+// the texts are both kSepA. Host-side, made from the encoding (never read
+// back from a device).
 struct TokenLayout {
   int length = 0;  // real tokens T
   int len_a = 0;   // text_a's tokens (between [CLS] and the first [SEP])
   int len_b = 0;   // text_b's tokens (0 for a single text)
   bool pair = false;
+  int separators = 1;  // between text_a and text_b: 1, or RoBERTa's 2
   // FNV-1a 64 of T and the tokens' ids and segments (the per-input part of
   // a reference id): what the draws of this input are seeded with.
   uint64_t key = 0;
 
   static TokenLayout Of(const Encoding& encoding);
   TokenRole RoleAt(int t) const;
-  // Positions of the first / second [SEP].
+  // Positions of the first separator after text_a / the last of a pair.
   int sep_a() const { return 1 + len_a; }
-  int sep_b() const { return 2 + len_a + len_b; }
+  int sep_b() const { return 1 + len_a + separators + len_b; }
 };
 
 struct HeadReference {

@@ -20,6 +20,8 @@
 #include "server/core/model/engine.h"
 #include "server/core/model/head_reference.h"
 #include "server/core/model/reference_tensors.h"
+#include "server/core/tokenizer/bert_tokenizer.h"
+#include "server/core/tokenizer/piece_tokenizers.h"
 #include "server/core/tokenizer/vocab.h"
 
 namespace bertology {
@@ -120,6 +122,31 @@ absl::StatusOr<std::string> Identity(const std::string& weights_file,
                       ";max_seq_len=", max_seq_len);
 }
 
+// The tokenizer the checkpoint's family ships (Checkpoint::tokenizer_kind).
+absl::StatusOr<std::unique_ptr<Tokenizer>> MakeTokenizer(
+    const Checkpoint& checkpoint) {
+  switch (checkpoint.tokenizer_kind) {
+    case TokenizerKind::kByteLevelBpe: {
+      ASSIGN_OR_RETURN(auto t,
+                       RobertaTokenizer::FromFiles(checkpoint.vocab_file,
+                                                   checkpoint.merges_file,
+                                                   checkpoint.bpe_tokenizer));
+      return std::unique_ptr<Tokenizer>(std::move(t));
+    }
+    case TokenizerKind::kSentencePiece: {
+      ASSIGN_OR_RETURN(auto t,
+                       XlmrTokenizer::FromFile(checkpoint.vocab_file,
+                                               XlmRobertaTokenizerOptions{}));
+      return std::unique_ptr<Tokenizer>(std::move(t));
+    }
+    case TokenizerKind::kWordPiece:
+      break;
+  }
+  ASSIGN_OR_RETURN(Vocab vocab, Vocab::FromFile(checkpoint.vocab_file));
+  return std::unique_ptr<Tokenizer>(
+      std::make_unique<BertTokenizer>(std::move(vocab), checkpoint.tokenizer));
+}
+
 }  // namespace
 
 Model::Model() = default;
@@ -132,7 +159,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
   ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Load(options.dir));
   ASSIGN_OR_RETURN(auto dtype, ResolveDtype(options.dtype,
                                             checkpoint.weights_dtype, device));
-  ASSIGN_OR_RETURN(Vocab vocab, Vocab::FromFile(checkpoint.vocab_file));
+  ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer,
+                   MakeTokenizer(checkpoint));
   ASSIGN_OR_RETURN(auto attention, ResolveAttention(options.attention));
   if (device.is_cuda()) {
     at::globalContext().setAllowTF32CuBLAS(options.tf32);
@@ -148,11 +176,12 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
   model->head_ = checkpoint.head;
   BertConfig& config = model->config_;
 
-  const int max_pos = config.max_position_embeddings;
+  const int max_pos = config.max_input_tokens();
   if (options.max_seq_len < 0 || options.max_seq_len > max_pos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_seq_len=", options.max_seq_len, " out of range [0, ", max_pos,
-        "] (max_position_embeddings of ", options.dir, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_seq_len=", options.max_seq_len, " out of range [0, ",
+                     max_pos, "] (the positions max_position_embeddings of ",
+                     options.dir, " covers)"));
   }
   model->max_seq_len_ =
       options.max_seq_len == 0 ? max_pos : options.max_seq_len;
@@ -161,14 +190,23 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(
       model->identity_,
       Identity(checkpoint.weights_file, dtype.second, model->max_seq_len_));
 
-  model->tokenizer_ =
-      std::make_unique<Tokenizer>(std::move(vocab), checkpoint.tokenizer);
+  if (tokenizer->vocab_size() > config.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        checkpoint.vocab_file, ": the tokenizer has ", tokenizer->vocab_size(),
+        " ids but config.json's vocab_size is ", config.vocab_size));
+  }
+  model->tokenizer_ = std::move(tokenizer);
 
   try {
     auto module = std::make_shared<BertForSequenceClassificationImpl>(
-        config, checkpoint.head.num_labels, BertDropout{},
-        checkpoint.head.kind);
-    absl::Status loaded = LoadStateDict(checkpoint.weights, module.get());
+        config, checkpoint.head.num_labels, BertDropout{}, checkpoint.head.kind,
+        checkpoint.head.pooler_activation);
+    absl::Status loaded = LoadStateDict(
+        checkpoint.weights, module.get(), [&](const std::string& key) {
+          return ToFileKey(
+              config.family, key,
+              checkpoint.head.kind == HeadKind::kSequenceClassification);
+        });
     if (!loaded.ok()) {
       return absl::Status(loaded.code(), absl::StrCat(checkpoint.weights_file,
                                                       ": ", loaded.message()));

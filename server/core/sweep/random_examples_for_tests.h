@@ -19,15 +19,15 @@ inline std::vector<SweepExample> RandomExamples(const Model& model, int n,
                                                 uint64_t seed, int max_tokens,
                                                 int id_span, int labels = 3) {
   std::mt19937_64 rng(seed);
-  const Vocab& vocab = model.tokenizer().vocab();
+  const SpecialTokens& specials = model.tokenizer().specials();
   std::vector<SweepExample> examples;
   for (int i = 0; i < n; ++i) {
     const int len = 3 + static_cast<int>(rng() % (max_tokens - 2));
     SweepExample ex;
     for (int j = 0; j < len; ++j) {
       Token t;
-      t.id = j == 0         ? vocab.cls_id()
-             : j == len - 1 ? vocab.sep_id()
+      t.id = j == 0         ? specials.cls_id
+             : j == len - 1 ? specials.sep_id
                             : 5 + static_cast<int>(rng() % id_span);
       ex.encoding.tokens.push_back(t);
     }

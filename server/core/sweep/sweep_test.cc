@@ -52,7 +52,7 @@ class SweepTest : public ::testing::Test {
   // token ids and labels, fixed by `seed`.
   static std::vector<SweepExample> Examples(int n, uint64_t seed) {
     std::mt19937_64 rng(seed);
-    const Vocab& vocab = model_->tokenizer().vocab();
+    const SpecialTokens& specials = model_->tokenizer().specials();
     std::vector<SweepExample> examples;
     for (int i = 0; i < n; ++i) {
       const int len = 3 + static_cast<int>(rng() % 38);
@@ -60,9 +60,9 @@ class SweepTest : public ::testing::Test {
       SweepExample ex;
       for (int j = 0; j < len; ++j) {
         Token t;
-        t.id = (j == 0) ? vocab.cls_id()
+        t.id = (j == 0) ? specials.cls_id
                : (j == split - 1 || j == len - 1)
-                   ? vocab.sep_id()
+                   ? specials.sep_id
                    : 5 + static_cast<int>(rng() % 115);
         t.segment = j >= split ? 1 : 0;
         ex.encoding.tokens.push_back(t);

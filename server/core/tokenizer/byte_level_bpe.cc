@@ -237,6 +237,7 @@ absl::Status ByteLevelBpe::TokenizePiece(std::string_view text, size_t begin,
   std::vector<std::pair<size_t, size_t>> spans;
   auto emit = [&](size_t from, size_t to) -> absl::Status {
     Bpe(std::string_view(work).substr(from, to - from), &ids, &spans);
+    const int word = out->empty() ? 0 : out->back().word + 1;
     for (size_t k = 0; k < ids.size(); ++k) {
       int id = ids[k];
       if (id < 0) {
@@ -252,7 +253,7 @@ absl::Status ByteLevelBpe::TokenizePiece(std::string_view text, size_t begin,
       out->push_back(
           {id, pieces_.at(id),
            static_cast<size_t>(char_of(from + spans[k].first)),
-           static_cast<size_t>(char_of(from + spans[k].second - 1) + 1)});
+           static_cast<size_t>(char_of(from + spans[k].second - 1) + 1), word});
     }
     return absl::OkStatus();
   };
@@ -333,7 +334,7 @@ absl::StatusOr<std::vector<ByteBpeToken>> ByteLevelBpe::Tokenize(
     const size_t end_char = i == text.size() ? chars.size() : char_of_byte[i];
     tokens.push_back({TokenToId(*special), *special,
                       static_cast<size_t>(char_of_byte[i - special->size()]),
-                      end_char});
+                      end_char, tokens.empty() ? 0 : tokens.back().word + 1});
     piece_begin = i;
   }
   absl::Status status =

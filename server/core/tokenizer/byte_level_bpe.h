@@ -45,6 +45,9 @@ struct ByteLevelBpeOptions {
   // RoBERTa's sequence specials, for Encode.
   std::string bos_token = "<s>";
   std::string eos_token = "</s>";
+  // The rest of RoBERTa's specials (RobertaTokenizer looks them up).
+  std::string pad_token = "<pad>";
+  std::string mask_token = "<mask>";
 };
 
 // One token. Offsets are UTF-8 byte offsets into the text tokenized, with
@@ -56,6 +59,9 @@ struct ByteBpeToken {
   std::string piece;  // The byte-level string, as in vocab.json.
   size_t byte_start = 0;
   size_t byte_end = 0;
+  // Index of the pre-token (GPT-2 regex match) or special token it came
+  // from, counted from 0 in Tokenize's text: HF fast's word_ids().
+  int word = 0;
 };
 
 struct ByteBpeEncoding {

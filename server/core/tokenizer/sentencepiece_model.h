@@ -1,7 +1,14 @@
-// The one file that includes libsentencepiece's header. That header
-// declares `namespace absl { using std::string_view; }`, which clashes
-// with Debian's abseil (its own absl::string_view class), so no
-// translation unit may include both: this wrapper speaks only std types.
+// libsentencepiece, kept apart from the rest of the process. Debian's
+// libsentencepiece.so bundles protobuf-lite 3.14 and exports its symbols;
+// linked into a process that also has libtorch's and gRPC's libprotobuf
+// 3.21, the two bind to each other's definitions and the process dies at
+// start-up. So libsentencepiece is only ever loaded by dlopen, with
+// RTLD_LOCAL | RTLD_DEEPBIND, through a small plugin
+// (sentencepiece_plugin.cc, libbertology_sentencepiece_plugin.so, beside
+// the binaries) that this wrapper calls. Its header also declares
+// `namespace absl { using std::string_view; }`, which clashes with Debian's
+// abseil, so only the plugin includes it. ASan refuses RTLD_DEEPBIND, so an
+// ASan build cannot load XLM-R's tokenizer (Load says so).
 #ifndef BERTOLOGY_CORE_TOKENIZER_SENTENCEPIECE_MODEL_H_
 #define BERTOLOGY_CORE_TOKENIZER_SENTENCEPIECE_MODEL_H_
 
@@ -9,10 +16,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-namespace sentencepiece {
-class SentencePieceProcessor;
-}  // namespace sentencepiece
 
 namespace bertology {
 
@@ -28,7 +31,8 @@ struct SentencePiece {
 // Encode keeps no mutable state).
 class SentencePieceModel {
  public:
-  // nullptr with the reason in `*error` when `serialized` is not a model.
+  // nullptr with the reason in `*error` when `serialized` is not a model
+  // or the plugin cannot be loaded.
   static std::unique_ptr<SentencePieceModel> Load(const std::string& serialized,
                                                   std::string* error);
   ~SentencePieceModel();
@@ -39,7 +43,7 @@ class SentencePieceModel {
 
  private:
   SentencePieceModel();
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
+  void* processor_ = nullptr;  // the plugin's SentencePieceProcessor
 };
 
 }  // namespace bertology

@@ -1,170 +1,43 @@
+// Tokenizer::Encode: the input layout and truncation every family shares.
 #include "server/core/tokenizer/tokenizer.h"
 
-#include <algorithm>
-#include <string>
 #include <utility>
 
-#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "common/utf8.h"
-#include "server/core/tokenizer/basic_tokenizer.h"
-#include "server/core/tokenizer/wordpiece.h"
 
 namespace bertology {
 namespace {
 
-Token SpecialToken(const Vocab& vocab, int id, int segment) {
+Token AddedToken(int id, const std::string& text, int segment) {
   Token token;
-  token.text = vocab.Token(id);
+  token.text = text;
   token.id = id;
   token.segment = segment;
   token.special = true;
   return token;
 }
 
-BasicTokenizerOptions BasicOptions(const TokenizerOptions& options) {
-  BasicTokenizerOptions basic;
-  basic.do_lower_case = options.do_lower_case;
-  basic.tokenize_chinese_chars = options.tokenize_chinese_chars;
-  basic.strip_accents = options.strip_accents;
-  basic.never_split = options.never_split;
-  return basic;
-}
-
-// Whether `needle` occurs in `text` at `at`.
-bool MatchesAt(const std::vector<char32_t>& text, size_t at,
-               const std::u32string& needle) {
-  return at + needle.size() <= text.size() &&
-         std::equal(needle.begin(), needle.end(), text.begin() + at);
-}
-
 }  // namespace
-
-Tokenizer::Tokenizer(Vocab vocab, TokenizerOptions options)
-    : vocab_(std::move(vocab)),
-      options_(std::move(options)),
-      basic_(BasicOptions(options_)) {
-  for (const std::string& token : options_.special_tokens) {
-    DecodedText decoded;
-    // An empty or non-UTF-8 entry can match nothing.
-    if (token.empty() || !DecodeUtf8(token, &decoded).ok()) continue;
-    special_tokens_.emplace_back(decoded.chars.begin(), decoded.chars.end());
-  }
-  std::stable_sort(special_tokens_.begin(), special_tokens_.end(),
-                   [](const std::u32string& a, const std::u32string& b) {
-                     return a.size() > b.size();
-                   });
-}
-
-absl::StatusOr<std::vector<Token>> Tokenizer::Tokenize(
-    std::string_view text) const {
-  return TokenizeText(text);
-}
-
-// Word pieces of `text` with offsets into it; word indices from 0.
-absl::StatusOr<std::vector<Token>> Tokenizer::TokenizeText(
-    std::string_view text) const {
-  DecodedText decoded;
-  absl::Status status = DecodeUtf8(text, &decoded);
-  if (!status.ok()) return status;
-  const WordpieceTokenizer wordpiece(&vocab_,
-                                     options_.max_input_chars_per_word);
-  std::vector<Token> tokens;
-  std::vector<WordPiece> pieces;
-  std::vector<bool> never_split_word;
-  std::vector<char32_t> segment;
-  int next_word = 0;
-  auto emit = [&](std::string piece_text, int id, int char_start,
-                  int char_end) {
-    Token token;
-    token.text = std::move(piece_text);
-    token.id = id;
-    token.char_start = char_start;
-    token.char_end = char_end;
-    token.byte_start = decoded.byte_offsets[char_start];
-    token.byte_end = decoded.byte_offsets[char_end];
-    token.word_index = next_word;
-    tokens.push_back(std::move(token));
-  };
-  // The basic tokenizer and WordPiece on chars [begin, end), which hold no
-  // special token.
-  auto tokenize_segment = [&](size_t begin, size_t end) {
-    if (begin == end) return;
-    segment.assign(decoded.chars.begin() + begin, decoded.chars.begin() + end);
-    const int base = static_cast<int>(begin);
-    const std::vector<BasicWord> words =
-        basic_.Split(segment, &never_split_word);
-    for (size_t w = 0; w < words.size(); ++w) {
-      const BasicWord& word = words[w];
-      if (never_split_word[w]) {
-        // As HF's BertTokenizer._tokenize: a never_split token skips
-        // WordPiece and is looked up whole (its text stays the word even
-        // when the id is [UNK]'s, as HF's tokenize() returns it).
-        std::string whole;
-        for (const NormalizedChar& c : word) AppendUtf8(c.cp, &whole);
-        const int id = vocab_.Id(whole);
-        emit(std::move(whole), id >= 0 ? id : vocab_.unk_id(),
-             base + word.front().orig_start, base + word.back().orig_end);
-      } else {
-        pieces.clear();
-        wordpiece.Split(word, &pieces);
-        for (WordPiece& piece : pieces) {
-          emit(std::move(piece.text), piece.id,
-               base + word[piece.start].orig_start,
-               base + word[piece.end - 1].orig_end);
-        }
-      }
-      ++next_word;
-    }
-  };
-  // Cut out the special tokens first, leftmost match first, then the
-  // longest starting there (special_tokens_ is sorted longest first).
-  size_t segment_start = 0;
-  for (size_t i = 0; i < decoded.chars.size();) {
-    const std::u32string* match = nullptr;
-    for (const std::u32string& special : special_tokens_) {
-      if (MatchesAt(decoded.chars, i, special)) {
-        match = &special;
-        break;
-      }
-    }
-    if (match == nullptr) {
-      ++i;
-      continue;
-    }
-    tokenize_segment(segment_start, i);
-    std::string special_text;
-    for (char32_t c : *match) AppendUtf8(c, &special_text);
-    const int id = vocab_.Id(special_text);
-    emit(std::move(special_text), id >= 0 ? id : vocab_.unk_id(),
-         static_cast<int>(i), static_cast<int>(i + match->size()));
-    ++next_word;
-    i += match->size();
-    segment_start = i;
-  }
-  tokenize_segment(segment_start, decoded.chars.size());
-  return tokens;
-}
 
 absl::StatusOr<Encoding> Tokenizer::Encode(
     std::string_view text_a, std::optional<std::string_view> text_b,
     int max_length) const {
   const bool pair = text_b.has_value();
-  const int num_special = pair ? 3 : 2;
+  const int num_special = pair ? 2 + specials_.pair_separators : 2;
   if (max_length < num_special + 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_length ", max_length,
         " is too small: ", pair ? "a pair" : "a text", " needs at least ",
         num_special + 1, " (", num_special, " special tokens and one piece)"));
   }
-  absl::StatusOr<std::vector<Token>> a = TokenizeText(text_a);
+  absl::StatusOr<std::vector<Token>> a = Tokenize(text_a);
   if (!a.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("text_a: ", a.status().message()));
   }
   std::vector<Token> b;
   if (pair) {
-    absl::StatusOr<std::vector<Token>> tb = TokenizeText(*text_b);
+    absl::StatusOr<std::vector<Token>> tb = Tokenize(*text_b);
     if (!tb.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("text_b: ", tb.status().message()));
@@ -185,9 +58,10 @@ absl::StatusOr<Encoding> Tokenizer::Encode(
     encoding.truncated = true;
   }
 
+  const SpecialTokens& s = specials_;
   std::vector<Token>& out = encoding.tokens;
   out.reserve(a->size() + b.size() + num_special);
-  out.push_back(SpecialToken(vocab_, vocab_.cls_id(), 0));
+  out.push_back(AddedToken(s.cls_id, s.cls, 0));
   // Word indices are renumbered densely in order of appearance, so text_b's
   // words follow the (possibly truncated) words of text_a.
   int next_word = 0;
@@ -204,10 +78,14 @@ absl::StatusOr<Encoding> Tokenizer::Encode(
     }
   };
   append(*a, 0);
-  out.push_back(SpecialToken(vocab_, vocab_.sep_id(), 0));
+  out.push_back(AddedToken(s.sep_id, s.sep, 0));
   if (pair) {
+    // RoBERTa's `</s></s>`: the second opens text_b.
+    for (int k = 1; k < s.pair_separators; ++k) {
+      out.push_back(AddedToken(s.sep_id, s.sep, 1));
+    }
     append(b, 1);
-    out.push_back(SpecialToken(vocab_, vocab_.sep_id(), 1));
+    out.push_back(AddedToken(s.sep_id, s.sep, 1));
   }
   encoding.num_words = next_word;
   return encoding;

@@ -1,6 +1,12 @@
-// BERT's tokenizer (BasicTokenizer + WordpieceTokenizer of the original
-// google-research/bert tokenization.py, as HF's BertTokenizer), with
-// character offsets of each piece in the original text.
+// The tokenizer interface the model serves through: text in, an Encoding
+// (ids, pair roles, offsets, words) out, for every family's tokenizer:
+// BERT's WordPiece (bert_tokenizer.h, also DistilBERT's and ELECTRA's),
+// RoBERTa's byte-level BPE and XLM-R's SentencePiece
+// (piece_tokenizers.h).
+//
+// The concrete tokenizer splits one text into pieces (Tokenize); this
+// class lays out the model input around them and truncates (Encode), the
+// same way for every family.
 #ifndef BERTOLOGY_CORE_TOKENIZER_H_
 #define BERTOLOGY_CORE_TOKENIZER_H_
 
@@ -10,87 +16,78 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/core/tokenizer/basic_tokenizer.h"
-#include "server/core/tokenizer/vocab.h"
 
 namespace bertology {
 
-// The settings of HF's BertTokenizer, with its defaults (what
-// ReadTokenizerConfig gives for an absent tokenizer_config.json).
-struct TokenizerOptions {
-  bool do_lower_case = true;
-  // Strip accents (NFD, drop Mn). nullopt follows do_lower_case (HF's
-  // None, as the original BERT); true/false apply regardless of it.
-  std::optional<bool> strip_accents;
-  bool tokenize_chinese_chars = true;
-  int max_input_chars_per_word = 100;
-  // Whitespace tokens the basic tokenizer keeps whole and gives to the
-  // vocabulary without WordPiece (see BasicTokenizerOptions::never_split
-  // for how do_lower_case applies to them); one absent from the vocabulary
-  // gets [UNK]'s id but keeps its text, as HF.
-  std::vector<std::string> never_split;
-  // Strings cut out of the text before anything else and kept as one
-  // token each, neither cleaned nor lower-cased, as HF splits text on its
-  // special and added tokens first: "a[MASK]b" -> "a", "[MASK]", "b".
-  // Matched case-sensitively as whole strings anywhere in the raw text
-  // (HF's AddedToken defaults: lstrip, rstrip and single_word false), the
-  // leftmost match first and the longest of those starting there. Each is
-  // its own word; its id is the vocabulary's, or [UNK]'s when absent (HF
-  // would give an added token a new id past the vocabulary instead).
-  std::vector<std::string> special_tokens = {"[UNK]", "[SEP]", "[PAD]", "[CLS]",
-                                             "[MASK]"};
-};
-
 struct Token {
-  std::string text;  // the word piece, e.g. "##ing", or "[CLS]"
+  std::string text;  // the piece as the vocabulary has it: "##ing", "Ġthe"
   int id = 0;
-  int segment = 0;  // token type id: 0 for text_a (and [CLS]), 1 for text_b
+  // The pair role: 0 for text_a and the specials before and after it, 1 for
+  // text_b and the specials that open and close it. The model's token type
+  // id is this where it has two types (BERT, ELECTRA), 0 where it has one
+  // or none (RoBERTa, XLM-R, DistilBERT): Engine::MakeBatch.
+  int segment = 0;
   // [char_start, char_end) in Unicode code points of the original text of
-  // its segment, and the same span in bytes. Special tokens: 0, 0.
+  // its segment, and the same span in bytes. Added specials: 0, 0.
   int char_start = 0, char_end = 0;
   int byte_start = 0, byte_end = 0;
-  // Index of the whitespace/punctuation-split word this piece belongs to,
-  // counted across the whole encoding (text_a's words, then text_b's);
-  // -1 for special tokens.
+  // Index of the word this piece belongs to (BERT: whitespace/punctuation
+  // split; RoBERTa: GPT-2's pre-tokens; XLM-R: whitespace-separated, as HF
+  // fast's word_ids()), counted across the whole encoding (text_a's words,
+  // then text_b's); -1 for added specials.
   int word_index = -1;
+  // Added by Encode ([CLS], [SEP], <s>, </s>); a special token written in
+  // the text is a word of the text.
   bool special = false;
 };
 
-// `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`.
+// `[CLS] a [SEP]` / `[CLS] a [SEP] b [SEP]` (BERT), or
+// `<s> a </s>` / `<s> a </s></s> b </s>` (RoBERTa, XLM-R).
 struct Encoding {
   std::vector<Token> tokens;
   bool truncated = false;  // pieces were dropped to fit max_length
   int num_words = 0;       // number of distinct word_index values
 };
 
+// The ids and texts of the tokens that lay out an input, and those the
+// service uses on its own (a warm-up input, attribution baselines). -1
+// where the vocabulary has none.
+struct SpecialTokens {
+  int cls_id = -1, sep_id = -1, pad_id = -1, unk_id = -1, mask_id = -1;
+  std::string cls, sep, pad, unk, mask;
+  // Separators between text_a and text_b: 1 for BERT, 2 for RoBERTa.
+  int pair_separators = 1;
+};
+
 // Immutable; safe to use from many threads.
 class Tokenizer {
  public:
-  Tokenizer(Vocab vocab, TokenizerOptions options);
+  virtual ~Tokenizer() = default;
 
-  // Word pieces of one text (no [CLS]/[SEP] added, segment 0, word indices
-  // from 0). INVALID_ARGUMENT if `text` is not valid UTF-8.
-  absl::StatusOr<std::vector<Token>> Tokenize(std::string_view text) const;
+  // Pieces of one text (no specials added, segment 0, word indices from
+  // 0). INVALID_ARGUMENT if `text` is not valid UTF-8.
+  virtual absl::StatusOr<std::vector<Token>> Tokenize(
+      std::string_view text) const = 0;
+  // Rows of the model's word embeddings the ids index.
+  virtual int vocab_size() const = 0;
+  // "wordpiece", "byte_level_bpe" or "sentencepiece".
+  virtual const char* kind() const = 0;
 
   // Full model input. Pairs are truncated longest-first (one piece at a
-  // time from the end of the longer segment, as HF's
-  // truncation="longest_first") so the total fits `max_length` (>= 3 for a
-  // single text, >= 4 for a pair).
+  // time from the end of the longer segment, text_b on a tie, as HF's
+  // truncation="longest_first") so the total fits `max_length` (at least
+  // one piece beside the specials).
   absl::StatusOr<Encoding> Encode(std::string_view text_a,
                                   std::optional<std::string_view> text_b,
                                   int max_length) const;
 
-  const Vocab& vocab() const { return vocab_; }
-  const TokenizerOptions& options() const { return options_; }
+  const SpecialTokens& specials() const { return specials_; }
+
+ protected:
+  explicit Tokenizer(SpecialTokens specials) : specials_(std::move(specials)) {}
 
  private:
-  absl::StatusOr<std::vector<Token>> TokenizeText(std::string_view text) const;
-
-  Vocab vocab_;
-  TokenizerOptions options_;
-  BasicTokenizer basic_;
-  // options_.special_tokens decoded, longest first (for the longest match).
-  std::vector<std::u32string> special_tokens_;
+  SpecialTokens specials_;
 };
 
 }  // namespace bertology

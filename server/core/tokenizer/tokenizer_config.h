@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/core/tokenizer/tokenizer.h"
+#include "server/core/tokenizer/bert_tokenizer.h"
 
 namespace bertology {
 

@@ -161,7 +161,7 @@ TEST_F(TokenizerConfigTest, ConfigReachesTheTokenizer) {
   absl::StatusOr<Vocab> vocab = Vocab::FromTokens(
       {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[E1]", "café", "lol"}, "test");
   ASSERT_TRUE(vocab.ok());
-  const Tokenizer tokenizer(*std::move(vocab), *std::move(options));
+  const BertTokenizer tokenizer(*std::move(vocab), *std::move(options));
   absl::StatusOr<std::vector<Token>> tokens = tokenizer.Tokenize("Café[E1]LOL");
   ASSERT_TRUE(tokens.ok());
   std::vector<int> ids;

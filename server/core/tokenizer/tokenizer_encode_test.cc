@@ -6,20 +6,20 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/core/tokenizer/tokenizer.h"
+#include "server/core/tokenizer/bert_tokenizer.h"
 
 namespace bertology {
 namespace {
 
 // A tiny vocabulary where each of "a".."h" is one piece and one word, so
 // piece counts are word counts.
-Tokenizer LetterTokenizer() {
+BertTokenizer LetterTokenizer() {
   absl::StatusOr<Vocab> vocab =
       Vocab::FromTokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b", "c", "d",
                          "e", "f", "g", "h", "##x"},
                         "letters");
   EXPECT_TRUE(vocab.ok()) << vocab.status();
-  return Tokenizer(*std::move(vocab), TokenizerOptions{});
+  return BertTokenizer(*std::move(vocab), TokenizerOptions{});
 }
 
 // (text, segment) of each token.
@@ -32,7 +32,7 @@ std::vector<std::pair<std::string, int>> Layout(const Encoding& e) {
 using Layouts = std::vector<std::pair<std::string, int>>;
 
 TEST(EncodeTest, SingleTextHasClsAndSep) {
-  const Tokenizer tokenizer = LetterTokenizer();
+  const BertTokenizer tokenizer = LetterTokenizer();
   absl::StatusOr<Encoding> e = tokenizer.Encode("a bx c", std::nullopt, 16);
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(Layout(*e), (Layouts{{"[CLS]", 0},
@@ -57,7 +57,7 @@ TEST(EncodeTest, SingleTextHasClsAndSep) {
 }
 
 TEST(EncodeTest, PairSegmentsAndWordIndices) {
-  const Tokenizer tokenizer = LetterTokenizer();
+  const BertTokenizer tokenizer = LetterTokenizer();
   absl::StatusOr<Encoding> e = tokenizer.Encode("a b", "c d e", 16);
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(Layout(*e), (Layouts{{"[CLS]", 0},
@@ -79,7 +79,7 @@ TEST(EncodeTest, PairSegmentsAndWordIndices) {
 }
 
 TEST(EncodeTest, SingleTextTruncatesFromTheEnd) {
-  const Tokenizer tokenizer = LetterTokenizer();
+  const BertTokenizer tokenizer = LetterTokenizer();
   absl::StatusOr<Encoding> e = tokenizer.Encode("a b c d", std::nullopt, 4);
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(Layout(*e),
@@ -95,7 +95,7 @@ TEST(EncodeTest, SingleTextTruncatesFromTheEnd) {
 // HF's longest_first removes one piece at a time from text_a when it is
 // strictly longer than text_b, else from text_b.
 TEST(EncodeTest, LongestFirstTruncation) {
-  const Tokenizer tokenizer = LetterTokenizer();
+  const BertTokenizer tokenizer = LetterTokenizer();
   struct Case {
     std::string a, b;
     int max_length;
@@ -128,7 +128,7 @@ TEST(EncodeTest, LongestFirstTruncation) {
 }
 
 TEST(EncodeTest, TruncatedWordIndicesStayDense) {
-  const Tokenizer tokenizer = LetterTokenizer();
+  const BertTokenizer tokenizer = LetterTokenizer();
   absl::StatusOr<Encoding> e = tokenizer.Encode("a b c d", "e f", 7);
   ASSERT_TRUE(e.ok()) << e.status();
   // a b | e f: word indices 0 1 | 2 3, not 4 5.
@@ -139,7 +139,7 @@ TEST(EncodeTest, TruncatedWordIndicesStayDense) {
 }
 
 TEST(EncodeTest, MaxLengthTooSmallIsInvalidArgument) {
-  const Tokenizer tokenizer = LetterTokenizer();
+  const BertTokenizer tokenizer = LetterTokenizer();
   EXPECT_EQ(tokenizer.Encode("a", std::nullopt, 2).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(tokenizer.Encode("a", "b", 3).status().code(),

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/core/tokenizer/tokenizer.h"
+#include "server/core/tokenizer/bert_tokenizer.h"
 #include "server/core/tokenizer/vocab.h"
 
 namespace bertology {
@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (flags & 16) options.never_split = {"lol", "[E1]", "##", "\xe4\xb8\xad"};
   if (flags & 32) options.special_tokens.push_back("[E1]");
   if (flags & 64) options.max_input_chars_per_word = 3;
-  const Tokenizer tokenizer(bertology::GoldenVocab(), options);
+  const BertTokenizer tokenizer(bertology::GoldenVocab(), options);
 
   const std::string_view text(reinterpret_cast<const char*>(data + 2),
                               size - 2);

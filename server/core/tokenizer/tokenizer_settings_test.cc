@@ -11,8 +11,8 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/core/tokenizer/bert_tokenizer.h"
 #include "server/core/tokenizer/golden_files_for_tests.h"
-#include "server/core/tokenizer/tokenizer.h"
 
 namespace bertology {
 namespace {
@@ -59,7 +59,7 @@ TokenizerOptions OptionsOf(const nlohmann::json& options) {
 void ExpectMatchesReference(const nlohmann::json& c, Vocab vocab) {
   const std::string text = c["text"].get<std::string>();
   SCOPED_TRACE("options " + c["options"].dump() + " text " + text);
-  const Tokenizer tokenizer(std::move(vocab), OptionsOf(c["options"]));
+  const BertTokenizer tokenizer(std::move(vocab), OptionsOf(c["options"]));
   absl::StatusOr<std::vector<Token>> tokens = tokenizer.Tokenize(text);
   ASSERT_TRUE(tokens.ok()) << tokens.status();
   Strings texts;
@@ -160,7 +160,7 @@ Strings Texts(const Tokenizer& tokenizer, const std::string& text) {
 }
 
 TEST(TokenizerSettingsTest, SpecialTokenInTextIsOneWordWithOffsets) {
-  const Tokenizer tokenizer(TinyVocab(), TokenizerOptions{});
+  const BertTokenizer tokenizer(TinyVocab(), TokenizerOptions{});
   const std::string text = "a[MASK]b";
   absl::StatusOr<std::vector<Token>> tokens = tokenizer.Tokenize(text);
   ASSERT_TRUE(tokens.ok());
@@ -183,12 +183,12 @@ TEST(TokenizerSettingsTest, SpecialTokenInTextIsOneWordWithOffsets) {
   // Without special tokens "[MASK]" is split like any text.
   TokenizerOptions none;
   none.special_tokens.clear();
-  EXPECT_EQ(Texts(Tokenizer(TinyVocab(), none), "a[MASK]b"),
+  EXPECT_EQ(Texts(BertTokenizer(TinyVocab(), none), "a[MASK]b"),
             (Strings{"a", "[", "mask", "]", "b"}));
 }
 
 TEST(TokenizerSettingsTest, SpecialTokenInsideEncodeKeepsSegmentsAndWords) {
-  const Tokenizer tokenizer(TinyVocab(), TokenizerOptions{});
+  const BertTokenizer tokenizer(TinyVocab(), TokenizerOptions{});
   absl::StatusOr<Encoding> enc = tokenizer.Encode("a [MASK]", "[SEP]b", 16);
   ASSERT_TRUE(enc.ok()) << enc.status();
   Strings texts;
@@ -209,7 +209,7 @@ TEST(TokenizerSettingsTest, LongestSpecialTokenWins) {
   TokenizerOptions options;
   options.special_tokens = {"[M", "[MASK]", "[MASK]b"};
   absl::StatusOr<std::vector<Token>> tokens =
-      Tokenizer(TinyVocab(), options).Tokenize("a[MASK]bb [Ma");
+      BertTokenizer(TinyVocab(), options).Tokenize("a[MASK]bb [Ma");
   ASSERT_TRUE(tokens.ok());
   Strings texts;
   std::vector<int> ids;
@@ -225,7 +225,7 @@ TEST(TokenizerSettingsTest, LongestSpecialTokenWins) {
 TEST(TokenizerSettingsTest, NeverSplitSkipsWordPiece) {
   TokenizerOptions options;
   options.never_split = {"lol", "zz-top"};
-  const Tokenizer tokenizer(TinyVocab(), options);
+  const BertTokenizer tokenizer(TinyVocab(), options);
   absl::StatusOr<std::vector<Token>> tokens =
       tokenizer.Tokenize("LOL zz-top zz");
   ASSERT_TRUE(tokens.ok());
@@ -244,13 +244,15 @@ TEST(TokenizerSettingsTest, NeverSplitSkipsWordPiece) {
 TEST(TokenizerSettingsTest, StripAccentsFollowsOrOverridesLowerCase) {
   const std::string text = "Café";
   TokenizerOptions options;
-  EXPECT_EQ(Texts(Tokenizer(TinyVocab(), options), text), Strings{"cafe"});
+  EXPECT_EQ(Texts(BertTokenizer(TinyVocab(), options), text), Strings{"cafe"});
   options.strip_accents = false;
-  EXPECT_EQ(Texts(Tokenizer(TinyVocab(), options), text), Strings{"café"});
+  EXPECT_EQ(Texts(BertTokenizer(TinyVocab(), options), text), Strings{"café"});
   options.do_lower_case = false;
   options.strip_accents = true;
-  EXPECT_EQ(Texts(Tokenizer(TinyVocab(), options), "cAfé"), Strings{"[UNK]"});
-  EXPECT_EQ(Texts(Tokenizer(TinyVocab(), options), "café"), Strings{"cafe"});
+  EXPECT_EQ(Texts(BertTokenizer(TinyVocab(), options), "cAfé"),
+            Strings{"[UNK]"});
+  EXPECT_EQ(Texts(BertTokenizer(TinyVocab(), options), "café"),
+            Strings{"cafe"});
 }
 
 TEST(TokenizerSettingsTest, ChineseCharsCanStayInWords) {
@@ -258,10 +260,10 @@ TEST(TokenizerSettingsTest, ChineseCharsCanStayInWords) {
       {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "中", "##文", "中文"}, "test");
   ASSERT_TRUE(vocab.ok());
   TokenizerOptions options;
-  EXPECT_EQ(Texts(Tokenizer(*vocab, options), "中文"),
+  EXPECT_EQ(Texts(BertTokenizer(*vocab, options), "中文"),
             (Strings{"中", "[UNK]"}));
   options.tokenize_chinese_chars = false;
-  EXPECT_EQ(Texts(Tokenizer(*vocab, options), "中文"), Strings{"中文"});
+  EXPECT_EQ(Texts(BertTokenizer(*vocab, options), "中文"), Strings{"中文"});
 }
 
 }  // namespace

@@ -1,5 +1,3 @@
-#include "server/core/tokenizer/tokenizer.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -10,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/core/tokenizer/bert_tokenizer.h"
 #include "utf8proc.h"
 
 namespace bertology {
@@ -32,7 +31,7 @@ std::string Fixture(const std::string& name) {
   }                                                                    \
   absl::StatusOr<Vocab> var##_vocab = Vocab::FromFile(var##_path);     \
   ASSERT_TRUE(var##_vocab.ok()) << var##_vocab.status();               \
-  const Tokenizer var(*std::move(var##_vocab), TokenizerOptions{})
+  const BertTokenizer var(*std::move(var##_vocab), TokenizerOptions{})
 
 // An independent normal form for the offset property: utf8proc's case fold,
 // canonical decomposition, mark stripping, and removal of control and
@@ -78,7 +77,8 @@ bool DroppedByBert(utf8proc_int32_t cp) {
 // text, are ordered and disjoint, byte and char spans agree, the original
 // substring normalizes to the piece (without "##"), and every character
 // outside all spans is one BERT drops (so stripped accents are covered).
-void ExpectOffsetsMapBack(const Tokenizer& tokenizer, const std::string& text) {
+void ExpectOffsetsMapBack(const BertTokenizer& tokenizer,
+                          const std::string& text) {
   SCOPED_TRACE("text: " + text);
   absl::StatusOr<std::vector<Token>> tokens = tokenizer.Tokenize(text);
   ASSERT_TRUE(tokens.ok()) << tokens.status();
@@ -294,7 +294,7 @@ TEST(TokenizerTest, InvalidUtf8IsInvalidArgument) {
   absl::StatusOr<Vocab> vocab =
       Vocab::FromTokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"}, "test");
   ASSERT_TRUE(vocab.ok());
-  const Tokenizer tokenizer(*std::move(vocab), TokenizerOptions{});
+  const BertTokenizer tokenizer(*std::move(vocab), TokenizerOptions{});
   for (const std::string bad : {"a\xff", "\xc3", "\xed\xa0\x80", "\xc0\xaf"}) {
     absl::StatusOr<std::vector<Token>> tokens = tokenizer.Tokenize(bad);
     EXPECT_EQ(tokens.status().code(), absl::StatusCode::kInvalidArgument);

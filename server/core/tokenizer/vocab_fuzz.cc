@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "server/core/tokenizer/tokenizer.h"
+#include "server/core/tokenizer/bert_tokenizer.h"
 #include "server/core/tokenizer/vocab.h"
 #include "tests/fuzz/fuzz_file.h"
 
@@ -14,8 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int id = 0; id < vocab->size(); ++id) {
     if (vocab->Id(vocab->Token(id)) < 0) std::abort();
   }
-  const bertology::Tokenizer tokenizer(*std::move(vocab),
-                                       bertology::TokenizerOptions{});
+  const bertology::BertTokenizer tokenizer(*std::move(vocab),
+                                           bertology::TokenizerOptions{});
   (void)tokenizer.Encode("Hello, world! \xe4\xb8\xad\xe6\x96\x87 unaffable",
                          "[MASK] x", 16);
   return 0;

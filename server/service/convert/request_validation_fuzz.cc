@@ -9,7 +9,7 @@
 #include <string>
 
 #include "bertology/v1/bertology.pb.h"
-#include "server/core/tokenizer/tokenizer.h"
+#include "server/core/tokenizer/bert_tokenizer.h"
 #include "server/service/convert/request_validation.h"
 #include "server/service/convert/sweep_masks.h"
 #include "server/service/registry/service_limits.h"
@@ -24,7 +24,7 @@ const Tokenizer& GoldenTokenizer() {
     auto v = Vocab::FromFile(BERTOLOGY_FUZZ_SOURCE_DIR
                              "/tests/golden/tiny-bert-cls/vocab.txt");
     if (!v.ok()) std::abort();
-    return new Tokenizer(*std::move(v), TokenizerOptions{});
+    return new BertTokenizer(*std::move(v), TokenizerOptions{});
   }();
   return *tokenizer;
 }

@@ -90,7 +90,7 @@ absl::Status HandleAnalyzeHeads(
   }
 
   HeadStatsAccumulator accumulator(layers, heads,
-                                   model.tokenizer().vocab().unk_id());
+                                   model.tokenizer().specials().unk_id);
   RETURN_IF_ERROR(RunAttentionPasses(
       {{&model, &encodings}}, mask,
       {"AnalyzeHeads", "examples", limits.max_batch_size, call.is_cancelled(),

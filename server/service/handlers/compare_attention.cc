@@ -73,8 +73,8 @@ absl::Status HandleCompareAttention(
         " heads, model_b '", served_b->name, "' has ", cb.num_hidden_layers,
         " x ", cb.num_attention_heads));
   }
-  const int vocab_a = model_a.tokenizer().vocab().size();
-  const int vocab_b = model_b.tokenizer().vocab().size();
+  const int vocab_a = model_a.tokenizer().vocab_size();
+  const int vocab_b = model_b.tokenizer().vocab_size();
   if (vocab_a != vocab_b) {
     return absl::FailedPreconditionError(absl::StrCat(
         "model_a '", served_a->name, "' has a vocabulary of ", vocab_a,

@@ -31,6 +31,7 @@ void FillModelInfo(const ServedModel& served, bool is_default,
   out->set_device(model.device());
   out->set_has_classifier(model.has_classifier());
   out->set_architecture(model.architecture());
+  out->set_family(ModelTypeName(model.config().family));
   switch (model.head_kind()) {
     case HeadKind::kEncoder:
       out->set_head(v1::MODEL_HEAD_ENCODER);

@@ -94,14 +94,14 @@ absl::Status DynamicBatcher::Validate(const std::vector<BatchRow>& rows) const {
     // others (Forward() would refuse the whole batch).
     const std::vector<Token>& tokens = rows[i].encoding->tokens;
     for (size_t j = 0; j < tokens.size(); ++j) {
+      // Segments are pair roles, 0 or 1, whatever token types the model
+      // has (Engine::MakeBatch maps them).
       if (tokens[j].id < 0 || tokens[j].id >= config.vocab_size ||
-          tokens[j].segment < 0 ||
-          tokens[j].segment >= config.type_vocab_size) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("rows[", i, "].encoding.tokens[", j, "] has id ",
-                         tokens[j].id, " segment ", tokens[j].segment,
-                         "; the model has ", config.vocab_size, " ids and ",
-                         config.type_vocab_size, " segments"));
+          tokens[j].segment < 0 || tokens[j].segment > 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "rows[", i, "].encoding.tokens[", j, "] has id ", tokens[j].id,
+            " segment ", tokens[j].segment, "; the model has ",
+            config.vocab_size, " ids and segments are 0 or 1"));
       }
     }
     if (rows[i].mask != nullptr) {

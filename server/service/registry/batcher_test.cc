@@ -84,13 +84,13 @@ class BatcherTest : public ::testing::Test {
     model_ = std::move(model).value().release();
     // Varied lengths, so batches pad; masks of both modes and none.
     std::mt19937_64 rng(5);
-    const Vocab& vocab = model_->tokenizer().vocab();
+    const SpecialTokens& specials = model_->tokenizer().specials();
     for (int len : {5, 17, 3, 30, 9, 12}) {
       auto enc = std::make_shared<Encoding>();
       for (int j = 0; j < len; ++j) {
         Token t;
-        t.id = j == 0         ? vocab.cls_id()
-               : j == len - 1 ? vocab.sep_id()
+        t.id = j == 0         ? specials.cls_id
+               : j == len - 1 ? specials.sep_id
                               : 5 + static_cast<int>(rng() % 115);
         t.segment = j > len / 2 ? 1 : 0;
         enc->tokens.push_back(t);

@@ -24,14 +24,13 @@ namespace {
 
 // A [CLS] [UNK]... [SEP] input of `length` tokens.
 Encoding WarmupEncoding(const Model& model, int length) {
-  const Vocab& vocab = model.tokenizer().vocab();
+  const SpecialTokens& s = model.tokenizer().specials();
   Encoding encoding;
   for (int i = 0; i < length; ++i) {
     Token token;
     token.special = (i == 0 || i == length - 1);
-    token.id = i == 0 ? vocab.cls_id()
-                      : (i == length - 1 ? vocab.sep_id() : vocab.unk_id());
-    token.text = vocab.Token(token.id);
+    token.id = i == 0 ? s.cls_id : (i == length - 1 ? s.sep_id : s.unk_id);
+    token.text = i == 0 ? s.cls : (i == length - 1 ? s.sep : s.unk);
     token.word_index = token.special ? -1 : i - 1;
     encoding.tokens.push_back(std::move(token));
   }
