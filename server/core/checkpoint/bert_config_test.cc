@@ -103,5 +103,48 @@ TEST(BertConfigTest, MissingFileNamed) {
   EXPECT_THAT(c.status().message(), HasSubstr("/nonexistent/config.json"));
 }
 
+TEST(BertConfigTest, DistilBertReadsItsOwnFieldNames) {
+  auto c = BertConfig::FromJson(
+      R"({"model_type": "distilbert", "vocab_size": 30, "dim": 32,
+          "n_layers": 2, "n_heads": 4, "hidden_dim": 64,
+          "activation": "relu", "max_position_embeddings": 64,
+          "layer_norm_eps": 0.5})",
+      "d/config.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->family, ModelFamily::kDistilBert);
+  EXPECT_EQ(c->hidden_size, 32);
+  EXPECT_EQ(c->num_hidden_layers, 2);
+  EXPECT_EQ(c->num_attention_heads, 4);
+  EXPECT_EQ(c->intermediate_size, 64);
+  EXPECT_EQ(c->hidden_act, "relu");
+  EXPECT_EQ(c->type_vocab_size, 0);
+  EXPECT_EQ(c->layer_norm_eps, 1e-12);  // fixed in DistilBERT's code
+  EXPECT_EQ(c->embedding_size, 32);
+}
+
+TEST(BertConfigTest, RobertaPositionsStartAfterPadding) {
+  auto c = BertConfig::FromJson(
+      R"({"model_type": "roberta", "vocab_size": 30, "hidden_size": 8,
+          "num_hidden_layers": 1, "num_attention_heads": 2,
+          "intermediate_size": 16, "max_position_embeddings": 514,
+          "type_vocab_size": 1, "pad_token_id": 1})",
+      "r/config.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->family, ModelFamily::kRoberta);
+  EXPECT_EQ(c->max_input_tokens(), 512);
+}
+
+TEST(BertConfigTest, ElectraEmbeddingSize) {
+  auto c = BertConfig::FromJson(
+      R"({"model_type": "electra", "vocab_size": 30, "hidden_size": 8,
+          "embedding_size": 4, "num_hidden_layers": 1,
+          "num_attention_heads": 2, "intermediate_size": 16})",
+      "e/config.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->embedding_size, 4);
+  EXPECT_EQ(c->hidden_size, 8);
+  EXPECT_EQ(c->max_input_tokens(), 512);
+}
+
 }  // namespace
 }  // namespace bertology
