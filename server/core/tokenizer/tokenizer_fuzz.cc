@@ -46,7 +46,7 @@ void CheckSpans(const std::vector<Token>& tokens, std::string_view a,
 }  // namespace bertology
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using bertology::Tokenizer;
+  using bertology::BertTokenizer;
   using bertology::TokenizerOptions;
   if (size < 2) return 0;
   const uint8_t flags = data[0];
@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (flags & 16) options.never_split = {"lol", "[E1]", "##", "\xe4\xb8\xad"};
   if (flags & 32) options.special_tokens.push_back("[E1]");
   if (flags & 64) options.max_input_chars_per_word = 3;
-  const BertTokenizer tokenizer(bertology::GoldenVocab(), options);
+  const bertology::BertTokenizer tokenizer(bertology::GoldenVocab(), options);
 
   const std::string_view text(reinterpret_cast<const char*>(data + 2),
                               size - 2);
