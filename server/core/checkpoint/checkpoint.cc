@@ -12,7 +12,6 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "server/core/checkpoint/bert_head.h"
-#include "server/core/tokenizer/piece_tokenizers.h"
 #include "server/core/tokenizer/tokenizer_config.h"
 
 namespace bertology {
@@ -118,7 +117,7 @@ absl::Status FindTokenizer(const fs::path& root, ModelFamily family,
       RETURN_IF_ERROR(
           RequireFile(ckpt->vocab_file, "RoBERTa's BPE vocabulary"));
       RETURN_IF_ERROR(RequireFile(ckpt->merges_file, "RoBERTa's BPE merges"));
-      ASSIGN_OR_RETURN(ckpt->bpe_tokenizer, ReadRobertaTokenizerConfig(config));
+      ASSIGN_OR_RETURN(ckpt->roberta_tokenizer, ReadRobertaTokenizerConfig(config));
       return absl::OkStatus();
     }
     case ModelFamily::kXlmRoberta:

@@ -9,7 +9,7 @@
 #include "server/core/checkpoint/bert_head.h"
 #include "server/core/checkpoint/state_dict.h"
 #include "server/core/tokenizer/bert_tokenizer.h"
-#include "server/core/tokenizer/byte_level_bpe.h"
+#include "server/core/tokenizer/tokenizer_config.h"
 
 namespace bertology {
 
@@ -38,7 +38,7 @@ struct Checkpoint {
   // From tokenizer_config.json (HF's defaults when it is absent): WordPiece's
   // settings, or RoBERTa's.
   TokenizerOptions tokenizer;
-  ByteLevelBpeOptions bpe_tokenizer;
+  RobertaTokenizerOptions roberta_tokenizer;
   // The head (from config.json's architectures, or the keys) and the keys
   // it leaves unused. The keys it needs are present with their shapes.
   BertHead head;

@@ -130,7 +130,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeTokenizer(
       ASSIGN_OR_RETURN(auto t,
                        RobertaTokenizer::FromFiles(checkpoint.vocab_file,
                                                    checkpoint.merges_file,
-                                                   checkpoint.bpe_tokenizer));
+                                                   checkpoint.roberta_tokenizer));
       return std::unique_ptr<Tokenizer>(std::move(t));
     }
     case TokenizerKind::kSentencePiece: {

@@ -45,9 +45,6 @@ struct ByteLevelBpeOptions {
   // RoBERTa's sequence specials, for Encode.
   std::string bos_token = "<s>";
   std::string eos_token = "</s>";
-  // The rest of RoBERTa's specials (RobertaTokenizer looks them up).
-  std::string pad_token = "<pad>";
-  std::string mask_token = "<mask>";
 };
 
 // One token. Offsets are UTF-8 byte offsets into the text tokenized, with

@@ -2,15 +2,11 @@
 #include "server/core/tokenizer/piece_tokenizers.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/utf8.h"
-#include "nlohmann/json.hpp"
 
 namespace bertology {
 namespace {
@@ -23,93 +19,15 @@ int CharAt(const DecodedText& decoded, int byte) {
                           decoded.byte_offsets.begin());
 }
 
-// Byte offsets of every character, and the text's length at the end.
+// The text's characters and their byte offsets (the end included).
 absl::StatusOr<DecodedText> Decode(std::string_view text) {
   DecodedText decoded;
   absl::Status status = DecodeUtf8(text, &decoded);
   if (!status.ok()) return status;
-  if (decoded.byte_offsets.size() == decoded.chars.size()) {
-    decoded.byte_offsets.push_back(static_cast<int>(text.size()));
-  }
   return decoded;
 }
 
-using Json = nlohmann::json;
-
-absl::Status WrongType(const std::string& path, const std::string& field,
-                       const char* want) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(path, ": field ", field, " must be ", want));
-}
-
 }  // namespace
-
-absl::StatusOr<ByteLevelBpeOptions> ReadRobertaTokenizerConfig(
-    const std::string& path) {
-  ByteLevelBpeOptions options;
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return options;
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) return absl::InvalidArgumentError(path + ": cannot read");
-  const Json j = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(path + ": not a JSON object");
-  }
-  if (auto it = j.find("add_prefix_space"); it != j.end() && !it->is_null()) {
-    if (!it->is_boolean()) {
-      return WrongType(path, "add_prefix_space", "true or false");
-    }
-    options.add_prefix_space = it->get<bool>();
-  }
-  bool mask_lstrip = true;
-  auto token = [&](const char* field, std::string* out) -> absl::Status {
-    auto it = j.find(field);
-    if (it == j.end() || it->is_null()) return absl::OkStatus();
-    if (it->is_string()) {
-      *out = it->get<std::string>();
-    } else if (it->is_object() && it->contains("content") &&
-               (*it)["content"].is_string()) {
-      *out = (*it)["content"].get<std::string>();
-      if (std::string(field) == "mask_token" && it->contains("lstrip") &&
-          (*it)["lstrip"].is_boolean()) {
-        mask_lstrip = (*it)["lstrip"].get<bool>();
-      }
-    } else {
-      return WrongType(path, field, "a string or an AddedToken object");
-    }
-    return absl::OkStatus();
-  };
-  for (const auto& [field, out] : {
-           std::pair<const char*, std::string*>{"bos_token",
-                                                &options.bos_token},
-           {"eos_token", &options.eos_token},
-           {"unk_token", &options.unk_token},
-           {"pad_token", &options.pad_token},
-           {"mask_token", &options.mask_token},
-       }) {
-    absl::Status status = token(field, out);
-    if (!status.ok()) return status;
-  }
-  // save_pretrained writes each special's AddedToken here.
-  if (auto it = j.find("added_tokens_decoder");
-      it != j.end() && it->is_object()) {
-    for (const auto& [id, added] : it->items()) {
-      if (added.is_object() &&
-          added.value("content", "") == options.mask_token &&
-          added.contains("lstrip") && added["lstrip"].is_boolean()) {
-        mask_lstrip = added["lstrip"].get<bool>();
-      }
-    }
-  }
-  options.special_tokens = {options.bos_token, options.eos_token,
-                            options.unk_token, options.pad_token,
-                            options.mask_token};
-  options.lstrip_special_tokens.clear();
-  if (mask_lstrip) options.lstrip_special_tokens.push_back(options.mask_token);
-  return options;
-}
 
 RobertaTokenizer::RobertaTokenizer(std::unique_ptr<ByteLevelBpe> bpe,
                                    SpecialTokens specials)
@@ -117,9 +35,21 @@ RobertaTokenizer::RobertaTokenizer(std::unique_ptr<ByteLevelBpe> bpe,
 
 absl::StatusOr<std::unique_ptr<RobertaTokenizer>> RobertaTokenizer::FromFiles(
     const std::string& vocab_json, const std::string& merges_txt,
-    const ByteLevelBpeOptions& options) {
+    const RobertaTokenizerOptions& options) {
+  ByteLevelBpeOptions bpe_options;
+  bpe_options.add_prefix_space = options.add_prefix_space;
+  bpe_options.special_tokens = {options.bos_token, options.eos_token,
+                                options.unk_token, options.pad_token,
+                                options.mask_token};
+  bpe_options.lstrip_special_tokens.clear();
+  if (options.mask_lstrip) {
+    bpe_options.lstrip_special_tokens.push_back(options.mask_token);
+  }
+  bpe_options.unk_token = options.unk_token;
+  bpe_options.bos_token = options.bos_token;
+  bpe_options.eos_token = options.eos_token;
   absl::StatusOr<std::unique_ptr<ByteLevelBpe>> bpe =
-      ByteLevelBpe::FromFiles(vocab_json, merges_txt, options);
+      ByteLevelBpe::FromFiles(vocab_json, merges_txt, bpe_options);
   if (!bpe.ok()) return bpe.status();
   SpecialTokens s;
   s.pair_separators = 2;

@@ -16,17 +16,9 @@
 #include "server/core/tokenizer/byte_level_bpe.h"
 #include "server/core/tokenizer/sentencepiece_tokenizer.h"
 #include "server/core/tokenizer/tokenizer.h"
+#include "server/core/tokenizer/tokenizer_config.h"
 
 namespace bertology {
-
-// RoBERTa's settings from tokenizer_config.json (RobertaTokenizer's
-// defaults where it or a field is absent): add_prefix_space; bos_token,
-// eos_token, unk_token, pad_token and mask_token (strings, or AddedToken
-// objects whose "content" is read); whether <mask> is lstrip (its
-// AddedToken's, in mask_token or added_tokens_decoder; true by default).
-// INVALID_ARGUMENT naming the file and field for a field of the wrong type.
-absl::StatusOr<ByteLevelBpeOptions> ReadRobertaTokenizerConfig(
-    const std::string& path);
 
 // vocab.json + merges.txt. Words are GPT-2's pre-tokens (a special token
 // written in the text is one word).
@@ -36,7 +28,7 @@ class RobertaTokenizer final : public Tokenizer {
   // naming vocab.json when it lacks one of the five specials.
   static absl::StatusOr<std::unique_ptr<RobertaTokenizer>> FromFiles(
       const std::string& vocab_json, const std::string& merges_txt,
-      const ByteLevelBpeOptions& options);
+      const RobertaTokenizerOptions& options);
 
   absl::StatusOr<std::vector<Token>> Tokenize(
       std::string_view text) const override;

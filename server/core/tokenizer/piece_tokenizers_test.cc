@@ -20,7 +20,7 @@ using testing::ReadJsonLines;
 using testing::SourcePath;
 
 std::unique_ptr<RobertaTokenizer> Roberta(bool add_prefix_space) {
-  ByteLevelBpeOptions options;
+  RobertaTokenizerOptions options;
   options.add_prefix_space = add_prefix_space;
   auto t = RobertaTokenizer::FromFiles(
       SourcePath("tests/golden/byte-bpe/vocab.json"),
@@ -137,7 +137,7 @@ TEST(RobertaTokenizerTest, SpecialsComeFromTheVocabulary) {
   EXPECT_EQ(s.unk_id, 3);
   EXPECT_EQ(s.mask_id, 4);
   EXPECT_EQ(s.pair_separators, 2);
-  ByteLevelBpeOptions options;
+  RobertaTokenizerOptions options;
   options.mask_token = "<masque>";
   auto missing = RobertaTokenizer::FromFiles(
       SourcePath("tests/golden/byte-bpe/vocab.json"),

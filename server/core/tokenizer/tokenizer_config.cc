@@ -173,11 +173,13 @@ absl::StatusOr<TokenizerOptions> Parse(const std::string& path,
 
 }  // namespace
 
-absl::StatusOr<TokenizerOptions> ReadTokenizerConfig(const std::string& path) {
+namespace {
+
+// The file as a JSON object; nullopt when it does not exist (an optional
+// file: HF's defaults).
+absl::StatusOr<std::optional<json>> ReadJsonObject(const std::string& path) {
   std::error_code error;
-  if (!std::filesystem::exists(path, error)) {
-    return TokenizerOptions{};  // optional file: HF's defaults
-  }
+  if (!std::filesystem::exists(path, error)) return std::optional<json>();
   std::ifstream in(path, std::ios::binary);
   if (!in || std::filesystem::is_directory(path, error)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read"));
@@ -197,7 +199,68 @@ absl::StatusOr<TokenizerOptions> ReadTokenizerConfig(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": must be a JSON object, not ", config.type_name()));
   }
-  return Parse(path, config);
+  return std::optional<json>(std::move(config));
+}
+
+// An AddedToken object's lstrip, when it is one and says.
+std::optional<bool> Lstrip(const json& value) {
+  if (!value.is_object()) return std::nullopt;
+  const auto it = value.find("lstrip");
+  if (it == value.end() || !it->is_boolean()) return std::nullopt;
+  return it->get<bool>();
+}
+
+absl::StatusOr<RobertaTokenizerOptions> ParseRoberta(const std::string& path,
+                                                     const json& config) {
+  RobertaTokenizerOptions options;
+  absl::Status status =
+      ReadBool(path, config, "add_prefix_space", &options.add_prefix_space);
+  if (!status.ok()) return status;
+  const std::pair<const char*, std::string*> kNamed[] = {
+      {"bos_token", &options.bos_token},
+      {"eos_token", &options.eos_token},
+      {"unk_token", &options.unk_token},
+      {"pad_token", &options.pad_token},
+      {"mask_token", &options.mask_token}};
+  for (const auto& [field, out] : kNamed) {
+    const auto it = config.find(field);
+    if (it == config.end()) continue;
+    absl::StatusOr<std::optional<std::string>> token =
+        ReadSpecialToken(path, field, *it);
+    if (!token.ok()) return token.status();
+    if (token->has_value()) *out = **token;
+  }
+  if (const auto it = config.find("mask_token"); it != config.end()) {
+    options.mask_lstrip = Lstrip(*it).value_or(options.mask_lstrip);
+  }
+  // save_pretrained writes each special's AddedToken here too.
+  if (const auto it = config.find("added_tokens_decoder");
+      it != config.end() && it->is_object()) {
+    for (const auto& [id, value] : it->items()) {
+      if (value.is_object() &&
+          value.value("content", "") == options.mask_token) {
+        options.mask_lstrip = Lstrip(value).value_or(options.mask_lstrip);
+      }
+    }
+  }
+  return options;
+}
+
+}  // namespace
+
+absl::StatusOr<TokenizerOptions> ReadTokenizerConfig(const std::string& path) {
+  absl::StatusOr<std::optional<json>> config = ReadJsonObject(path);
+  if (!config.ok()) return config.status();
+  if (!config->has_value()) return TokenizerOptions{};
+  return Parse(path, **config);
+}
+
+absl::StatusOr<RobertaTokenizerOptions> ReadRobertaTokenizerConfig(
+    const std::string& path) {
+  absl::StatusOr<std::optional<json>> config = ReadJsonObject(path);
+  if (!config.ok()) return config.status();
+  if (!config->has_value()) return RobertaTokenizerOptions{};
+  return ParseRoberta(path, **config);
 }
 
 }  // namespace bertology

@@ -30,6 +30,24 @@ namespace bertology {
 // unreadable file.
 absl::StatusOr<TokenizerOptions> ReadTokenizerConfig(const std::string& path);
 
+// RoBERTa's tokenizer settings (RobertaTokenizer's defaults).
+struct RobertaTokenizerOptions {
+  bool add_prefix_space = false;
+  std::string bos_token = "<s>", eos_token = "</s>", unk_token = "<unk>",
+              pad_token = "<pad>", mask_token = "<mask>";
+  // <mask> swallows the whitespace before it (HF's AddedToken lstrip, which
+  // RobertaTokenizer sets).
+  bool mask_lstrip = true;
+};
+
+// RoBERTa's tokenizer_config.json, read with the same rules and errors as
+// ReadTokenizerConfig: add_prefix_space (bool); bos_token, eos_token,
+// unk_token, pad_token, mask_token (a string or an AddedToken object; null
+// keeps the default); mask_lstrip from <mask>'s AddedToken (in mask_token
+// or added_tokens_decoder). An absent file gives RobertaTokenizerOptions{}.
+absl::StatusOr<RobertaTokenizerOptions> ReadRobertaTokenizerConfig(
+    const std::string& path);
+
 }  // namespace bertology
 
 #endif  // BERTOLOGY_CORE_TOKENIZER_CONFIG_H_

@@ -169,5 +169,50 @@ TEST_F(TokenizerConfigTest, ConfigReachesTheTokenizer) {
   EXPECT_EQ(ids, (std::vector<int>{5, 4, 6}));
 }
 
+TEST_F(TokenizerConfigTest, RobertaDefaultsWhenAbsent) {
+  auto options = ReadRobertaTokenizerConfig((dir_ / "absent.json").string());
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_FALSE(options->add_prefix_space);
+  EXPECT_EQ(options->bos_token, "<s>");
+  EXPECT_EQ(options->mask_token, "<mask>");
+  EXPECT_TRUE(options->mask_lstrip);
+}
+
+TEST_F(TokenizerConfigTest, RobertaReadsPrefixSpaceTokensAndMaskLstrip) {
+  std::ofstream(path_) << R"({"add_prefix_space": true, "bos_token": "<b>",
+      "eos_token": {"content": "<e>", "lstrip": false},
+      "mask_token": {"content": "<m>", "lstrip": true},
+      "added_tokens_decoder": {"9": {"content": "<m>", "lstrip": false}}})";
+  auto options = ReadRobertaTokenizerConfig(path_);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_TRUE(options->add_prefix_space);
+  EXPECT_EQ(options->bos_token, "<b>");
+  EXPECT_EQ(options->eos_token, "<e>");
+  EXPECT_EQ(options->unk_token, "<unk>");
+  EXPECT_EQ(options->mask_token, "<m>");
+  // The added token's own entry, which save_pretrained writes, has the
+  // last word.
+  EXPECT_FALSE(options->mask_lstrip);
+}
+
+TEST_F(TokenizerConfigTest, RobertaErrorsNameTheFileAndField) {
+  for (const auto& [contents, field] :
+       std::vector<std::pair<std::string, std::string>>{
+           {R"({"add_prefix_space": "yes"})", "add_prefix_space"},
+           {R"({"mask_token": 4})", "mask_token"},
+           {R"({"bos_token": {"content": "<s>", "single_word": true}})",
+            "bos_token.single_word"},
+           {"[1]", "JSON object"},
+       }) {
+    SCOPED_TRACE(contents);
+    std::ofstream(path_) << contents;
+    auto options = ReadRobertaTokenizerConfig(path_);
+    ASSERT_FALSE(options.ok());
+    const std::string message(options.status().message());
+    EXPECT_NE(message.find(path_), std::string::npos) << message;
+    EXPECT_NE(message.find(field), std::string::npos) << message;
+  }
+}
+
 }  // namespace
 }  // namespace bertology
