@@ -105,8 +105,13 @@ absl::StatusOr<BertConfig> BertConfig::FromJson(const std::string& json_text,
     c.type_vocab_size = 1;
   }
   if (distilbert) c.type_vocab_size = 0;
-  // DistilBertConfig's names for BERT's sizes.
-  const std::pair<const char*, int*> ints[] = {
+  // The sizes, under DistilBertConfig's names for DistilBERT; "" where the
+  // family has no such field. All must be positive.
+  struct IntField {
+    const char* name;
+    int* value;
+  };
+  const IntField ints[] = {
       {"vocab_size", &c.vocab_size},
       {distilbert ? "dim" : "hidden_size", &c.hidden_size},
       {distilbert ? "n_layers" : "num_hidden_layers", &c.num_hidden_layers},
@@ -114,29 +119,24 @@ absl::StatusOr<BertConfig> BertConfig::FromJson(const std::string& json_text,
       {distilbert ? "hidden_dim" : "intermediate_size", &c.intermediate_size},
       {"max_position_embeddings", &c.max_position_embeddings},
       {distilbert ? "" : "type_vocab_size", &c.type_vocab_size},
-      {"pad_token_id", &c.pad_token_id},
       {c.family == ModelFamily::kElectra ? "embedding_size" : "",
        &c.embedding_size},
   };
-  for (const auto& [field, dst] : ints) {
-    if (*field == '\0') continue;
-    if (auto st = ReadInt(j, field, source, dst); !st.ok()) return st;
+  for (const IntField& field : ints) {
+    if (*field.name == '\0') continue;
+    if (auto st = ReadInt(j, field.name, source, field.value); !st.ok()) {
+      return st;
+    }
+  }
+  if (auto st = ReadInt(j, "pad_token_id", source, &c.pad_token_id); !st.ok()) {
+    return st;
   }
   if (c.embedding_size == 0) c.embedding_size = c.hidden_size;
-  for (const auto& [field, value] : {
-           std::pair<const char*, int>{"vocab_size", c.vocab_size},
-           {distilbert ? "dim" : "hidden_size", c.hidden_size},
-           {distilbert ? "n_layers" : "num_hidden_layers", c.num_hidden_layers},
-           {distilbert ? "n_heads" : "num_attention_heads",
-            c.num_attention_heads},
-           {distilbert ? "hidden_dim" : "intermediate_size",
-            c.intermediate_size},
-           {"max_position_embeddings", c.max_position_embeddings},
-           {distilbert ? "" : "type_vocab_size", c.type_vocab_size},
-           {"embedding_size", c.embedding_size},
-       }) {
-    if (*field == '\0') continue;
-    if (auto st = RequirePositive(value, field, source); !st.ok()) return st;
+  for (const IntField& field : ints) {
+    if (*field.name == '\0') continue;
+    if (auto st = RequirePositive(*field.value, field.name, source); !st.ok()) {
+      return st;
+    }
   }
   if (c.max_input_tokens() < 3) {
     return absl::InvalidArgumentError(absl::StrCat(

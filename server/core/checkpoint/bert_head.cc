@@ -116,58 +116,32 @@ const char* HeadKindName(HeadKind kind) {
 }
 
 std::vector<std::string> KnownArchitectures(ModelFamily family) {
-  const std::string stem = ArchitectureStem(family);
-  std::vector<std::string> suffixes;
+  // Every family's heads, then each one's own.
+  std::vector<std::string> suffixes = {"Model",
+                                       "ForMaskedLM",
+                                       "ForSequenceClassification",
+                                       "ForMultipleChoice",
+                                       "ForTokenClassification",
+                                       "ForQuestionAnswering"};
   switch (family) {
     case ModelFamily::kBert:
-      suffixes = {"Model",
-                  "ForPreTraining",
-                  "ForMaskedLM",
-                  "LMHeadModel",
-                  "ForNextSentencePrediction",
-                  "ForSequenceClassification",
-                  "ForMultipleChoice",
-                  "ForTokenClassification",
-                  "ForQuestionAnswering"};
+      suffixes.insert(suffixes.end(), {"ForPreTraining", "LMHeadModel",
+                                       "ForNextSentencePrediction"});
       break;
     case ModelFamily::kRoberta:
     case ModelFamily::kXlmRoberta:
-      suffixes = {"Model",
-                  "ForMaskedLM",
-                  "ForCausalLM",
-                  "ForSequenceClassification",
-                  "ForMultipleChoice",
-                  "ForTokenClassification",
-                  "ForQuestionAnswering"};
-      break;
-    case ModelFamily::kDistilBert:
-      suffixes = {"Model",
-                  "ForMaskedLM",
-                  "ForSequenceClassification",
-                  "ForMultipleChoice",
-                  "ForTokenClassification",
-                  "ForQuestionAnswering"};
+      suffixes.push_back("ForCausalLM");
       break;
     case ModelFamily::kElectra:
-      suffixes = {"Model",
-                  "ForPreTraining",
-                  "ForMaskedLM",
-                  "ForCausalLM",
-                  "ForSequenceClassification",
-                  "ForMultipleChoice",
-                  "ForTokenClassification",
-                  "ForQuestionAnswering"};
+      suffixes.insert(suffixes.end(), {"ForPreTraining", "ForCausalLM"});
+      break;
+    case ModelFamily::kDistilBert:
       break;
   }
+  const std::string stem = ArchitectureStem(family);
   std::vector<std::string> out;
   for (const std::string& suffix : suffixes) out.push_back(stem + suffix);
   return out;
-}
-
-const std::vector<std::string>& KnownBertArchitectures() {
-  static const auto* known =
-      new std::vector<std::string>(KnownArchitectures(ModelFamily::kBert));
-  return *known;
 }
 
 absl::Status CheckKeyShape(const StateDict& w, const std::string& file,

@@ -34,9 +34,6 @@ struct BertHead {
   std::vector<std::string> unused_keys;
 };
 
-// The architectures this server knows, in HF's spelling.
-const std::vector<std::string>& KnownBertArchitectures();
-
 }  // namespace bertology
 
 #endif  // BERTOLOGY_CORE_HEAD_KIND_H_
