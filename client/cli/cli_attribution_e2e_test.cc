@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/cli_process.h"
+#include "tests/integration/golden_server_cli_test.h"
 #include "tests/integration/server_process.h"
 
 namespace bertology {
@@ -31,24 +32,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::CliResult;
+using testing::Contains;
 using testing::Describe;
-using testing::GoldenModelDir;
+using testing::ReadFile;
 using testing::RunCli;
-using testing::ServerProcess;
 
 constexpr char kChromium[] = "/usr/bin/chromium";
 constexpr int kMethods = 6;
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 size_t Count(const std::string& text, const std::string& part) {
   size_t n = 0;
@@ -88,36 +78,12 @@ std::vector<std::vector<std::string>> CsvRows(const std::string& csv) {
   return rows;
 }
 
-class CliAttributionE2eTest : public ::testing::Test {
+class CliAttributionE2eTest : public testing::GoldenServerCliTest {
  protected:
-  static void SetUpTestSuite() {
-    auto server = ServerProcess::Start(
-        {"--model=tiny=" + GoldenModelDir(), "--threads=1"});
-    ASSERT_TRUE(server.ok()) << server.status();
-    ASSERT_TRUE((*server)->WaitServing().ok()) << (*server)->Log();
-    server_ = std::move(server).value().release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(server_, nullptr);
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat("bertology_attr_e2e_", getpid(), "_", info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  // Failed runs keep their files for a look.
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
   static CliResult Run(const std::string& command,
                        std::vector<std::string> args) {
-    args.insert(args.begin(), {command, "--target=" + server_->address()});
-    return RunCli(args, absl::Seconds(240));
+    return GoldenServerCliTest::Run(command, std::move(args),
+                                    absl::Seconds(240));
   }
 
   // Two inputs, a pair and a single text with a comma and quotes (CSV
@@ -129,12 +95,7 @@ class CliAttributionE2eTest : public ::testing::Test {
         << "she said, \"no\"\t\n";
     return path;
   }
-
-  static ServerProcess* server_;
-  fs::path dir_;
 };
-
-ServerProcess* CliAttributionE2eTest::server_ = nullptr;
 
 // The three files of --out-dir: CSV rows = inputs x units x methods, each
 // score and each integrated-gradients gap the JSON's, one heatmap row per

@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/cli_process.h"
+#include "tests/integration/golden_server_cli_test.h"
 #include "tests/integration/server_process.h"
 
 namespace bertology {
@@ -29,67 +30,14 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::CliResult;
+using testing::Contains;
 using testing::Describe;
 using testing::GoldenModelDir;
+using testing::ReadFile;
 using testing::RunCli;
 using testing::ServerProcess;
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-// A fresh folder per test under the gtest temp dir.
-fs::path TestDir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir =
-      fs::path(::testing::TempDir()) /
-      absl::StrCat("bertology_cli_e2e_", getpid(), "_", info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-class CliE2eTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto server = ServerProcess::Start(
-        {"--model=tiny=" + GoldenModelDir(), "--threads=1"});
-    ASSERT_TRUE(server.ok()) << server.status();
-    ASSERT_TRUE((*server)->WaitServing().ok()) << (*server)->Log();
-    server_ = std::move(server).value().release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(server_, nullptr);
-    dir_ = TestDir();
-  }
-  // Failed runs keep their files for a look.
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
-  // Common flags first, then the subcommand's.
-  static CliResult Run(const std::string& command,
-                       std::vector<std::string> args) {
-    args.insert(args.begin(), {command, "--target=" + server_->address()});
-    return RunCli(args);
-  }
-
-  static ServerProcess* server_;
-  fs::path dir_;
-};
-
-ServerProcess* CliE2eTest::server_ = nullptr;
+using CliE2eTest = testing::GoldenServerCliTest;
 
 TEST_F(CliE2eTest, HealthInfoClassify) {
   CliResult health = Run("health", {});
