@@ -485,6 +485,28 @@ TEST(ModelLoadTest, IdentityIsTheWeightsContent) {
   fs::remove_all(copy);
 }
 
+// A tokenizer with more ids than the embeddings have rows is refused at
+// load, naming the vocabulary, not at the first input that uses one.
+TEST(ModelLoadTest, VocabularyLargerThanTheEmbeddingsIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path copy = fs::path(::testing::TempDir()) /
+                        ("vocab-copy-" + std::to_string(::getpid()));
+  fs::remove_all(copy);
+  fs::copy(GoldenModelDir(), copy, fs::copy_options::recursive);
+  ModelOptions options;
+  options.dir = copy.string();
+  ASSERT_TRUE(Model::Load(options).ok());
+  std::ofstream(copy / "vocab.txt", std::ios::app) << "zzextra1\nzzextra2\n";
+  auto loaded = Model::Load(options);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(loaded.status().message()),
+              ::testing::HasSubstr((copy / "vocab.txt").string()));
+  EXPECT_THAT(std::string(loaded.status().message()),
+              ::testing::HasSubstr("vocab_size"));
+  fs::remove_all(copy);
+}
+
 TEST(ModelLoadTest, DeviceAndDtypeOptions) {
   ModelOptions options;
   options.dir = GoldenModelDir();
