@@ -285,3 +285,69 @@ TEST_F(HeadReferenceTest, RefusesFillsTheReferenceCannotGive) {
 
 }  // namespace
 }  // namespace bertology
+
+namespace bertology {
+namespace {
+
+// `<s> a... </s> </s> b... </s>` (RoBERTa), specials marked as Encode
+// marks them: the second </s> is segment 1.
+Encoding RobertaPair(int len_a, int len_b) {
+  Encoding e;
+  auto add = [&](int segment, bool special) {
+    Token t;
+    t.segment = segment;
+    t.special = special;
+    t.id = static_cast<int>(e.tokens.size()) + 5;
+    e.tokens.push_back(t);
+  };
+  add(0, true);
+  for (int i = 0; i < len_a; ++i) add(0, false);
+  add(0, true);
+  add(1, true);
+  for (int i = 0; i < len_b; ++i) add(1, false);
+  add(1, true);
+  return e;
+}
+
+TEST(TokenLayoutTest, RobertaPairHasTwoSeparatorsBetweenTheTexts) {
+  const TokenLayout layout = TokenLayout::Of(RobertaPair(3, 2));
+  EXPECT_TRUE(layout.pair);
+  EXPECT_EQ(layout.len_a, 3);
+  EXPECT_EQ(layout.len_b, 2);
+  EXPECT_EQ(layout.separators, 2);
+  EXPECT_EQ(layout.sep_a(), 4);
+  EXPECT_EQ(layout.sep_b(), 8);
+  std::vector<TokenRole> roles;
+  for (int t = 0; t < layout.length; ++t) roles.push_back(layout.RoleAt(t));
+  using R = TokenRole;
+  EXPECT_EQ(roles, (std::vector<R>{R::kCls, R::kTokenA, R::kTokenA, R::kTokenA,
+                                   R::kSepA, R::kSepA, R::kTokenB, R::kTokenB,
+                                   R::kSepB}));
+  // A BERT pair with the same texts has one separator between them.
+  Encoding bert = RobertaPair(3, 2);
+  bert.tokens.erase(bert.tokens.begin() + 5);
+  const TokenLayout b = TokenLayout::Of(bert);
+  EXPECT_EQ(b.separators, 1);
+  EXPECT_EQ(b.len_b, 2);
+  EXPECT_EQ(b.RoleAt(5), TokenRole::kTokenB);
+}
+
+TEST(TokenLayoutTest, ScaledResampleKeepsEachSeparatorItsOwn) {
+  HeadReference reference;
+  reference.layouts = {TokenLayout::Of(RobertaPair(4, 4))};
+  reference.offsets = {0, 12};
+  const TokenLayout row = TokenLayout::Of(RobertaPair(2, 1));
+  const std::vector<int64_t> rows =
+      ResampleTokenRows(reference, 0, row, ResampleAlignment::kScaled);
+  // <s>, a's 2 tokens over the reference's 4, both </s>, b's token, </s>.
+  ASSERT_EQ(rows.size(), 7u);
+  EXPECT_EQ(rows[0], 0);
+  EXPECT_EQ(rows[3], 5);  // first </s>
+  EXPECT_EQ(rows[4], 6);  // second </s>
+  EXPECT_GE(rows[5], 7);  // text_b, after both separators
+  EXPECT_LT(rows[5], 11);
+  EXPECT_EQ(rows[6], 11);  // last </s>
+}
+
+}  // namespace
+}  // namespace bertology
